@@ -1,0 +1,45 @@
+# idempotent_inbox: PGXS build, plus the two entry points a newcomer runs first.
+#
+#   make demo    install what is missing, build, install, run the demo on a throwaway cluster
+#   make test    the same, then every suite; ends with "N passed, N failed"
+#
+# Both work on a fresh Debian machine before the server headers exist, so PGXS is
+# included only when pg_config can find it.
+
+EXTENSION = idempotent_inbox
+MODULE_big = idempotent_inbox
+OBJS = $(patsubst %.c,%.o,$(sort $(wildcard src/*.c)))
+DATA = $(sort $(wildcard idempotent_inbox--*.sql))
+PGFILEDESC = "idempotent_inbox - exactly-once effects for at-least-once consumers"
+
+REGRESS = $(basename $(notdir $(sort $(wildcard sql/*.sql))))
+REGRESS_OPTS = --load-extension=idempotent_inbox
+
+ISOLATION = $(basename $(notdir $(sort $(wildcard test/specs/*.spec))))
+ISOLATION_OPTS = --inputdir=test --outputdir=output_iso --load-extension=idempotent_inbox
+
+TAP_TESTS = 1
+PROVE_TESTS = $(sort $(wildcard test/t/*.pl))
+
+EXTRA_CLEAN = output_iso tmp_check results regression.diffs regression.out
+
+PG_CONFIG ?= $(shell test -x /usr/lib/postgresql/15/bin/pg_config && echo /usr/lib/postgresql/15/bin/pg_config || echo pg_config)
+PGXS := $(shell $(PG_CONFIG) --pgxs 2>/dev/null)
+ifneq ($(wildcard $(PGXS)),)
+include $(PGXS)
+else
+all:
+	@echo "PostgreSQL server headers not found: run 'make demo' or 'make test', which install them"
+	@exit 1
+endif
+
+.PHONY: demo test bench
+
+demo:
+	@bash test/harness/demo
+
+test:
+	@bash test/harness/test
+
+bench:
+	@bash test/harness/bench

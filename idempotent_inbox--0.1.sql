@@ -1,0 +1,215 @@
+\echo Use "CREATE EXTENSION idempotent_inbox" to load this file. \quit
+
+/*
+ * Terms used throughout:
+ *   inbox      an ordinary table of claims for one consumer, registered below
+ *   claim      the row that says "this message id is being or has been applied"
+ *   effect     the business change applied together with the claim
+ *   duplicate  a delivery whose id is already claimed by a committed transaction
+ *
+ * Inbox tables are user data: they are never members of this extension, so pg_dump
+ * keeps their rows and DROP EXTENSION leaves them in place as plain tables.  They use
+ * built-in types only, so nothing of theirs depends on the extension either.
+ */
+
+-- Outcomes.  Later versions may add labels; none is ever renamed.
+CREATE TYPE @extschema@.outcome AS ENUM ('applied', 'duplicate');
+COMMENT ON TYPE @extschema@.outcome IS
+    'result of claim_apply: the effect ran (applied) or the id was already claimed (duplicate)';
+
+CREATE TYPE @extschema@.claim_status AS ENUM ('claimed', 'duplicate', 'in_progress');
+COMMENT ON TYPE @extschema@.claim_status IS
+    'result of try_claim: claimed now, already claimed and committed, or held by another open transaction';
+
+-- The registry: which tables are inboxes.  A configuration table, so pg_dump keeps its
+-- rows; regclass survives dump/restore by name and pg_upgrade by preserved OID.
+CREATE TABLE @extschema@.registry (
+    relid       pg_catalog.regclass PRIMARY KEY,
+    key_type    pg_catalog.regtype NOT NULL
+                CHECK (key_type IN ('pg_catalog.text'::pg_catalog.regtype,
+                                    'pg_catalog.uuid'::pg_catalog.regtype,
+                                    'pg_catalog.int8'::pg_catalog.regtype)),
+    retention   pg_catalog.interval CHECK (retention > '0'::pg_catalog.interval),
+    created_at  pg_catalog.timestamptz NOT NULL DEFAULT pg_catalog.now()
+);
+COMMENT ON TABLE @extschema@.registry IS
+    'one row per inbox table; written only by create_inbox and drop_inbox';
+SELECT pg_catalog.pg_extension_config_dump('@extschema@.registry', '');
+
+-- Everyone may see which tables are inboxes; only the functions below change it.
+GRANT SELECT ON @extschema@.registry TO PUBLIC;
+
+CREATE VIEW @extschema@.inboxes AS
+    SELECT r.relid AS inbox,
+           n.nspname AS schema_name,
+           c.relname AS table_name,
+           r.key_type,
+           r.retention,
+           r.created_at
+      FROM @extschema@.registry r
+      JOIN pg_catalog.pg_class c ON c.oid = r.relid
+      JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace;
+COMMENT ON VIEW @extschema@.inboxes IS 'the inboxes of this database and their settings';
+GRANT SELECT ON @extschema@.inboxes TO PUBLIC;
+
+-- Inbox administration.
+
+CREATE FUNCTION @extschema@.create_inbox(name pg_catalog.text,
+                                         key_type pg_catalog.regtype DEFAULT 'pg_catalog.text',
+                                         retention pg_catalog.interval DEFAULT NULL)
+RETURNS pg_catalog.regclass
+AS 'MODULE_PATHNAME', 'inbox_create_inbox'
+LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY INVOKER;
+COMMENT ON FUNCTION @extschema@.create_inbox(pg_catalog.text, pg_catalog.regtype, pg_catalog.interval) IS
+    'create an inbox table (message_id primary key, claimed_at) owned by the caller and register it';
+
+CREATE FUNCTION @extschema@.drop_inbox(inbox pg_catalog.regclass)
+RETURNS void
+AS 'MODULE_PATHNAME', 'inbox_drop_inbox'
+LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY INVOKER;
+COMMENT ON FUNCTION @extschema@.drop_inbox(pg_catalog.regclass) IS
+    'drop an inbox table and its claims; needs the privileges of DROP TABLE';
+
+-- A plain DROP TABLE of an inbox must not leave a registry row behind, or a later
+-- table that happens to get the same OID would be taken for an inbox.  Definer rights
+-- because the dropping user may not own the registry.
+CREATE FUNCTION @extschema@.forget_dropped_inboxes()
+RETURNS event_trigger
+LANGUAGE plpgsql SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    DELETE FROM @extschema@.registry r
+     USING pg_catalog.pg_event_trigger_dropped_objects() d
+     WHERE d.classid = 'pg_catalog.pg_class'::pg_catalog.regclass
+       AND d.objsubid = 0
+       AND r.relid::pg_catalog.oid = d.objid;
+END
+$$;
+COMMENT ON FUNCTION @extschema@.forget_dropped_inboxes() IS
+    'event trigger: removes registry rows of dropped tables';
+REVOKE ALL ON FUNCTION @extschema@.forget_dropped_inboxes() FROM PUBLIC;
+
+CREATE EVENT TRIGGER idempotent_inbox_forget_dropped
+    ON sql_drop
+    WHEN TAG IN ('DROP TABLE', 'DROP SCHEMA', 'DROP OWNED')
+    EXECUTE FUNCTION @extschema@.forget_dropped_inboxes();
+
+-- Claims.  One C function per SQL name; the key type is read from the signature.
+-- Not STRICT: a NULL id is an error (22004), never a silent NULL.
+
+CREATE FUNCTION @extschema@.claim(inbox pg_catalog.regclass, message_id pg_catalog.text)
+RETURNS boolean AS 'MODULE_PATHNAME', 'inbox_claim'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+CREATE FUNCTION @extschema@.claim(inbox pg_catalog.regclass, message_id pg_catalog.uuid)
+RETURNS boolean AS 'MODULE_PATHNAME', 'inbox_claim'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+CREATE FUNCTION @extschema@.claim(inbox pg_catalog.regclass, message_id pg_catalog.int8)
+RETURNS boolean AS 'MODULE_PATHNAME', 'inbox_claim'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION @extschema@.claim(pg_catalog.regclass, pg_catalog.text) IS
+    'claim a message id in the current transaction: true on first delivery, false on a duplicate';
+COMMENT ON FUNCTION @extschema@.claim(pg_catalog.regclass, pg_catalog.uuid) IS
+    'claim a message id in the current transaction: true on first delivery, false on a duplicate';
+COMMENT ON FUNCTION @extschema@.claim(pg_catalog.regclass, pg_catalog.int8) IS
+    'claim a message id in the current transaction: true on first delivery, false on a duplicate';
+
+CREATE FUNCTION @extschema@.try_claim(inbox pg_catalog.regclass, message_id pg_catalog.text)
+RETURNS @extschema@.claim_status AS 'MODULE_PATHNAME', 'inbox_try_claim'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+CREATE FUNCTION @extschema@.try_claim(inbox pg_catalog.regclass, message_id pg_catalog.uuid)
+RETURNS @extschema@.claim_status AS 'MODULE_PATHNAME', 'inbox_try_claim'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+CREATE FUNCTION @extschema@.try_claim(inbox pg_catalog.regclass, message_id pg_catalog.int8)
+RETURNS @extschema@.claim_status AS 'MODULE_PATHNAME', 'inbox_try_claim'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION @extschema@.try_claim(pg_catalog.regclass, pg_catalog.text) IS
+    'claim without waiting: claimed, duplicate, or in_progress when another open transaction holds the id';
+COMMENT ON FUNCTION @extschema@.try_claim(pg_catalog.regclass, pg_catalog.uuid) IS
+    'claim without waiting: claimed, duplicate, or in_progress when another open transaction holds the id';
+COMMENT ON FUNCTION @extschema@.try_claim(pg_catalog.regclass, pg_catalog.int8) IS
+    'claim without waiting: claimed, duplicate, or in_progress when another open transaction holds the id';
+
+CREATE FUNCTION @extschema@.claim_many(inbox pg_catalog.regclass, message_ids pg_catalog.text[])
+RETURNS SETOF pg_catalog.text AS 'MODULE_PATHNAME', 'inbox_claim_many'
+LANGUAGE C VOLATILE PARALLEL UNSAFE ROWS 100;
+CREATE FUNCTION @extschema@.claim_many(inbox pg_catalog.regclass, message_ids pg_catalog.uuid[])
+RETURNS SETOF pg_catalog.uuid AS 'MODULE_PATHNAME', 'inbox_claim_many'
+LANGUAGE C VOLATILE PARALLEL UNSAFE ROWS 100;
+CREATE FUNCTION @extschema@.claim_many(inbox pg_catalog.regclass, message_ids pg_catalog.int8[])
+RETURNS SETOF pg_catalog.int8 AS 'MODULE_PATHNAME', 'inbox_claim_many'
+LANGUAGE C VOLATILE PARALLEL UNSAFE ROWS 100;
+COMMENT ON FUNCTION @extschema@.claim_many(pg_catalog.regclass, pg_catalog.text[]) IS
+    'claim a batch; returns the fresh ids in input order, each once';
+COMMENT ON FUNCTION @extschema@.claim_many(pg_catalog.regclass, pg_catalog.uuid[]) IS
+    'claim a batch; returns the fresh ids in input order, each once';
+COMMENT ON FUNCTION @extschema@.claim_many(pg_catalog.regclass, pg_catalog.int8[]) IS
+    'claim a batch; returns the fresh ids in input order, each once';
+
+/*
+ * claim_apply comes in three shapes per key type:
+ *   no arguments              a statement without parameters
+ *   VARIADIC "any"            typed values, and untyped literals whose types are
+ *                             inferred from the statement
+ *   VARIADIC text[]           chosen by the parser when every argument is an untyped
+ *                             driver parameter (node-postgres, psycopg strings), which
+ *                             "any" cannot accept; each is converted to the type the
+ *                             statement gives its $n
+ */
+CREATE FUNCTION @extschema@.claim_apply(inbox pg_catalog.regclass, message_id pg_catalog.text,
+                                        statement pg_catalog.text)
+RETURNS @extschema@.outcome AS 'MODULE_PATHNAME', 'inbox_claim_apply'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+CREATE FUNCTION @extschema@.claim_apply(inbox pg_catalog.regclass, message_id pg_catalog.text,
+                                        statement pg_catalog.text, VARIADIC args "any")
+RETURNS @extschema@.outcome AS 'MODULE_PATHNAME', 'inbox_claim_apply'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+CREATE FUNCTION @extschema@.claim_apply(inbox pg_catalog.regclass, message_id pg_catalog.text,
+                                        statement pg_catalog.text, VARIADIC args pg_catalog.text[])
+RETURNS @extschema@.outcome AS 'MODULE_PATHNAME', 'inbox_claim_apply'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+
+CREATE FUNCTION @extschema@.claim_apply(inbox pg_catalog.regclass, message_id pg_catalog.uuid,
+                                        statement pg_catalog.text)
+RETURNS @extschema@.outcome AS 'MODULE_PATHNAME', 'inbox_claim_apply'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+CREATE FUNCTION @extschema@.claim_apply(inbox pg_catalog.regclass, message_id pg_catalog.uuid,
+                                        statement pg_catalog.text, VARIADIC args "any")
+RETURNS @extschema@.outcome AS 'MODULE_PATHNAME', 'inbox_claim_apply'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+CREATE FUNCTION @extschema@.claim_apply(inbox pg_catalog.regclass, message_id pg_catalog.uuid,
+                                        statement pg_catalog.text, VARIADIC args pg_catalog.text[])
+RETURNS @extschema@.outcome AS 'MODULE_PATHNAME', 'inbox_claim_apply'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+
+CREATE FUNCTION @extschema@.claim_apply(inbox pg_catalog.regclass, message_id pg_catalog.int8,
+                                        statement pg_catalog.text)
+RETURNS @extschema@.outcome AS 'MODULE_PATHNAME', 'inbox_claim_apply'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+CREATE FUNCTION @extschema@.claim_apply(inbox pg_catalog.regclass, message_id pg_catalog.int8,
+                                        statement pg_catalog.text, VARIADIC args "any")
+RETURNS @extschema@.outcome AS 'MODULE_PATHNAME', 'inbox_claim_apply'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+CREATE FUNCTION @extschema@.claim_apply(inbox pg_catalog.regclass, message_id pg_catalog.int8,
+                                        statement pg_catalog.text, VARIADIC args pg_catalog.text[])
+RETURNS @extschema@.outcome AS 'MODULE_PATHNAME', 'inbox_claim_apply'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+
+COMMENT ON FUNCTION @extschema@.claim_apply(pg_catalog.regclass, pg_catalog.text, pg_catalog.text) IS
+    'claim a message id and, on first delivery only, run the statement in the same transaction';
+COMMENT ON FUNCTION @extschema@.claim_apply(pg_catalog.regclass, pg_catalog.text, pg_catalog.text, "any") IS
+    'claim a message id and, on first delivery only, run the statement with $1..$n bound to args';
+COMMENT ON FUNCTION @extschema@.claim_apply(pg_catalog.regclass, pg_catalog.text, pg_catalog.text, pg_catalog.text[]) IS
+    'claim a message id and, on first delivery only, run the statement with untyped args converted to the types of $1..$n';
+COMMENT ON FUNCTION @extschema@.claim_apply(pg_catalog.regclass, pg_catalog.uuid, pg_catalog.text) IS
+    'claim a message id and, on first delivery only, run the statement in the same transaction';
+COMMENT ON FUNCTION @extschema@.claim_apply(pg_catalog.regclass, pg_catalog.uuid, pg_catalog.text, "any") IS
+    'claim a message id and, on first delivery only, run the statement with $1..$n bound to args';
+COMMENT ON FUNCTION @extschema@.claim_apply(pg_catalog.regclass, pg_catalog.uuid, pg_catalog.text, pg_catalog.text[]) IS
+    'claim a message id and, on first delivery only, run the statement with untyped args converted to the types of $1..$n';
+COMMENT ON FUNCTION @extschema@.claim_apply(pg_catalog.regclass, pg_catalog.int8, pg_catalog.text) IS
+    'claim a message id and, on first delivery only, run the statement in the same transaction';
+COMMENT ON FUNCTION @extschema@.claim_apply(pg_catalog.regclass, pg_catalog.int8, pg_catalog.text, "any") IS
+    'claim a message id and, on first delivery only, run the statement with $1..$n bound to args';
+COMMENT ON FUNCTION @extschema@.claim_apply(pg_catalog.regclass, pg_catalog.int8, pg_catalog.text, pg_catalog.text[]) IS
+    'claim a message id and, on first delivery only, run the statement with untyped args converted to the types of $1..$n';

@@ -1,0 +1,344 @@
+/*
+ * claim.c
+ *		claim, try_claim and claim_many: record that a message id is being applied,
+ *		in the caller's transaction.
+ *
+ * A claim is an INSERT ... ON CONFLICT DO NOTHING into the inbox, which gives
+ * exactly the semantics we promise without a subtransaction:
+ *	- a committed claim of the id makes it a duplicate, and writes nothing (the
+ *	  executor checks the index before inserting);
+ *	- an uncommitted claim by another transaction makes us wait for it, like any
+ *	  unique index, and lock_timeout and statement_timeout apply to that wait;
+ *	- under REPEATABLE READ and SERIALIZABLE, a conflicting claim committed after our
+ *	  snapshot is a serialization failure (40001), never a wrong answer;
+ *	- ROLLBACK removes the claim, so a redelivery is applied later.
+ */
+#include "postgres.h"
+
+#include "access/genam.h"
+#include "access/relscan.h"
+#include "access/skey.h"
+#include "access/stratnum.h"
+#include "access/table.h"
+#include "access/tableam.h"
+#include "access/xact.h"
+#include "catalog/pg_type.h"
+#include "common/hashfn.h"
+#include "executor/tuptable.h"
+#include "funcapi.h"
+#include "miscadmin.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+#include "utils/datum.h"
+#include "utils/hsearch.h"
+#include "utils/lsyscache.h"
+#include "utils/rel.h"
+#include "utils/snapmgr.h"
+#include "utils/tuplestore.h"
+#include "utils/uuid.h"
+
+#include "inbox.h"
+
+static void
+connect_spi(void)
+{
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+}
+
+/*
+ * Claim one id.  SPI must be connected.  True when the claim row was written by
+ * this call, false when the id was already claimed (committed, or earlier in this
+ * transaction).
+ */
+bool
+claim_one(InboxInfo *inbox, Datum message_id)
+{
+	if (inbox->claim_plan == NULL)
+	{
+		Oid			argtypes[1] = {inbox->keytype};
+
+		inbox->claim_plan = spi_prepare_kept(
+			psprintf("INSERT INTO %s (message_id) VALUES ($1) "
+					 "ON CONFLICT (message_id) DO NOTHING", inbox->qualname),
+			1, argtypes);
+	}
+
+	spi_execute_expect(inbox->claim_plan, &message_id, NULL, SPI_OK_INSERT);
+	return SPI_processed == 1;
+}
+
+PG_FUNCTION_INFO_V1(inbox_claim);
+Datum
+inbox_claim(PG_FUNCTION_ARGS)
+{
+	const CallSignature *sig = call_signature(fcinfo);
+	InboxInfo  *inbox = registry_lookup(fcinfo, 0);
+	Datum		id = message_id_from_arg(fcinfo, 1, sig->keytype, inbox);
+	bool		claimed;
+
+	connect_spi();
+	claimed = claim_one(inbox, id);
+	SPI_finish();
+
+	PG_RETURN_BOOL(claimed);
+}
+
+/*
+ * Is the id held by another transaction that has not finished?  A dirty snapshot
+ * sees uncommitted rows and reports their inserter (or deleter) in xmin (xmax);
+ * our own uncommitted claims are seen with neither set.
+ */
+static bool
+claim_in_progress_elsewhere(InboxInfo *inbox, Datum message_id)
+{
+	Relation	heap = table_open(inbox->relid, AccessShareLock);
+	Relation	index = index_open(inbox->pkindex, AccessShareLock);
+	SnapshotData dirty;
+	ScanKeyData key;
+	IndexScanDesc scan;
+	TupleTableSlot *slot;
+	bool		held = false;
+
+	InitDirtySnapshot(dirty);
+	ScanKeyInit(&key, 1, BTEqualStrategyNumber, inbox->key_eq, message_id);
+	key.sk_collation = index->rd_indcollation[0];
+
+	scan = index_beginscan(heap, index, &dirty, 1, 0);
+	index_rescan(scan, &key, 1, NULL, 0);
+	slot = table_slot_create(heap, NULL);
+	while (!held && index_getnext_slot(scan, ForwardScanDirection, slot))
+		held = TransactionIdIsValid(dirty.xmin) || TransactionIdIsValid(dirty.xmax);
+
+	ExecDropSingleTupleTableSlot(slot);
+	index_endscan(scan);
+	index_close(index, AccessShareLock);
+	table_close(heap, AccessShareLock);
+
+	return held;
+}
+
+/*
+ * try_claim answers in_progress instead of waiting.  Between the probe and the
+ * INSERT another transaction may still slip in a claim of the same id; the INSERT
+ * then waits for it like claim does, which keeps the answer right at the cost of
+ * a wait that is as short as that race.
+ */
+PG_FUNCTION_INFO_V1(inbox_try_claim);
+Datum
+inbox_try_claim(PG_FUNCTION_ARGS)
+{
+	const CallSignature *sig = call_signature(fcinfo);
+	InboxInfo  *inbox = registry_lookup(fcinfo, 0);
+	Datum		id = message_id_from_arg(fcinfo, 1, sig->keytype, inbox);
+	const char *status;
+
+	if (claim_in_progress_elsewhere(inbox, id))
+		status = "in_progress";
+	else
+	{
+		connect_spi();
+		status = claim_one(inbox, id) ? "claimed" : "duplicate";
+		SPI_finish();
+	}
+
+	PG_RETURN_DATUM(enum_label(sig->rettype, status));
+}
+
+/*
+ * claim_many: the batch is inserted in key order, so two overlapping batches lock
+ * their ids in the same order and cannot deadlock; the fresh ids come back from
+ * RETURNING in that order and are then reported in input order, each once.
+ */
+
+typedef struct IdBytes
+{
+	const char *data;
+	int			len;
+} IdBytes;
+
+static uint32
+id_bytes_hash(const void *key, Size keysize)
+{
+	const IdBytes *id = key;
+
+	return hash_bytes((const unsigned char *) id->data, id->len);
+}
+
+static int
+id_bytes_match(const void *key1, const void *key2, Size keysize)
+{
+	const IdBytes *a = key1;
+	const IdBytes *b = key2;
+
+	return (a->len == b->len && memcmp(a->data, b->data, a->len) == 0) ? 0 : 1;
+}
+
+/* The bytes that identify a key; equal keys of our key types have equal bytes. */
+static IdBytes
+id_bytes(Datum value, Oid keytype)
+{
+	IdBytes		id;
+
+	if (keytype == INT8OID)
+	{
+		int64	   *copy = palloc(sizeof(int64));
+
+		*copy = DatumGetInt64(value);
+		id.data = (const char *) copy;
+		id.len = sizeof(int64);
+	}
+	else if (keytype == UUIDOID)
+	{
+		id.data = (const char *) DatumGetPointer(value);
+		id.len = UUID_LEN;
+	}
+	else
+	{
+		id.data = VARDATA_ANY(DatumGetPointer(value));
+		id.len = VARSIZE_ANY_EXHDR(DatumGetPointer(value));
+	}
+	return id;
+}
+
+static HTAB *
+fresh_ids_set(int nelems)
+{
+	HASHCTL		ctl;
+
+	ctl.keysize = sizeof(IdBytes);
+	ctl.entrysize = sizeof(IdBytes);
+	ctl.hash = id_bytes_hash;
+	ctl.match = id_bytes_match;
+	ctl.hcxt = CurrentMemoryContext;
+	return hash_create("claim_many fresh ids", Max(nelems, 16), &ctl,
+					   HASH_ELEM | HASH_FUNCTION | HASH_COMPARE | HASH_CONTEXT);
+}
+
+/*
+ * The batch as given (for the result, which has the declared type) and as keys of
+ * the inbox (for the INSERT and for matching), validated element by element.
+ */
+static ArrayType *
+batch_argument(FunctionCallInfo fcinfo, const CallSignature *sig, InboxInfo *inbox,
+			   Datum **given, Datum **keys, int *nids)
+{
+	ArrayType  *input;
+	int16		typlen;
+	bool		typbyval;
+	char		typalign;
+	Datum	   *elems;
+	bool	   *nulls;
+	int			n;
+
+	if (PG_ARGISNULL(1))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("message ids must not be null")));
+	input = PG_GETARG_ARRAYTYPE_P(1);
+	if (ARR_NDIM(input) > 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),
+				 errmsg("message ids must be a one-dimensional array")));
+
+	get_typlenbyvalalign(sig->keytype, &typlen, &typbyval, &typalign);
+	deconstruct_array(input, sig->keytype, typlen, typbyval, typalign, &elems, &nulls, &n);
+
+	*given = elems;
+	*keys = palloc(sizeof(Datum) * Max(n, 1));
+	*nids = n;
+	for (int i = 0; i < n; i++)
+		(*keys)[i] = message_id_from_element(elems[i], nulls[i], sig->keytype, inbox, i + 1);
+
+	if (sig->keytype == inbox->keytype)
+		return input;
+
+	get_typlenbyvalalign(inbox->keytype, &typlen, &typbyval, &typalign);
+	return construct_array(*keys, n, inbox->keytype, typlen, typbyval, typalign);
+}
+
+PG_FUNCTION_INFO_V1(inbox_claim_many);
+Datum
+inbox_claim_many(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	const CallSignature *sig = call_signature(fcinfo);
+	InboxInfo  *inbox = registry_lookup(fcinfo, 0);
+	Datum	   *given;
+	Datum	   *keys;
+	int			nids;
+	int16		keylen;
+	bool		keybyval;
+	ArrayType  *batch;
+	HTAB	   *fresh;
+	Tuplestorestate *store;
+	TupleDesc	tupdesc;
+	MemoryContext callcxt = CurrentMemoryContext;
+	MemoryContext oldcxt;
+	Datum		arg;
+
+	if (rsinfo == NULL || !IsA(rsinfo, ReturnSetInfo) ||
+		(rsinfo->allowedModes & SFRM_Materialize) == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("claim_many must be called in a context that accepts a set")));
+
+	batch = batch_argument(fcinfo, sig, inbox, &given, &keys, &nids);
+	get_typlenbyval(inbox->keytype, &keylen, &keybyval);
+	fresh = fresh_ids_set(nids);
+
+	connect_spi();
+	if (inbox->claim_many_plan == NULL)
+	{
+		Oid			argtypes[1] = {get_array_type(inbox->keytype)};
+
+		inbox->claim_many_plan = spi_prepare_kept(
+			psprintf("INSERT INTO %s (message_id) "
+					 "SELECT u.id FROM pg_catalog.unnest($1) AS u(id) ORDER BY 1 "
+					 "ON CONFLICT (message_id) DO NOTHING RETURNING message_id",
+					 inbox->qualname),
+			1, argtypes);
+	}
+	arg = PointerGetDatum(batch);
+	spi_execute_expect(inbox->claim_many_plan, &arg, NULL, SPI_OK_INSERT_RETURNING);
+
+	/* Copy the fresh ids out of SPI's memory before SPI_finish frees it. */
+	oldcxt = MemoryContextSwitchTo(callcxt);
+	for (uint64 i = 0; i < SPI_processed; i++)
+	{
+		bool		isnull;
+		Datum		value = SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1, &isnull);
+		IdBytes		id;
+
+		id = id_bytes(datumCopy(value, keybyval, keylen), inbox->keytype);
+		hash_search(fresh, &id, HASH_ENTER, NULL);
+	}
+	MemoryContextSwitchTo(oldcxt);
+	SPI_finish();
+
+	/* Report in input order; removing each id as it is reported drops repeats. */
+	oldcxt = MemoryContextSwitchTo(rsinfo->econtext->ecxt_per_query_memory);
+	tupdesc = CreateTemplateTupleDesc(1);
+	TupleDescInitEntry(tupdesc, 1, "message_id", sig->keytype, -1, 0);
+	store = tuplestore_begin_heap(rsinfo->allowedModes & SFRM_Materialize_Random, false, work_mem);
+	MemoryContextSwitchTo(oldcxt);
+
+	for (int i = 0; i < nids; i++)
+	{
+		IdBytes		id = id_bytes(keys[i], inbox->keytype);
+		bool		found;
+
+		hash_search(fresh, &id, HASH_REMOVE, &found);
+		if (found)
+		{
+			bool		isnull = false;
+
+			tuplestore_putvalues(store, tupdesc, &given[i], &isnull);
+		}
+	}
+
+	rsinfo->returnMode = SFRM_Materialize;
+	rsinfo->setResult = store;
+	rsinfo->setDesc = tupdesc;
+	return (Datum) 0;
+}

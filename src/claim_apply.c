@@ -1,0 +1,150 @@
+/*
+ * claim_apply.c
+ *		claim_apply: claim a message id and, on first delivery only, run the effect
+ *		statement in the same transaction.
+ *
+ * The arguments after the statement become $1..$n.  They arrive in one of three
+ * shapes, fixed by which overload the parser chose:
+ *	- spread VARIADIC "any" values, each with its own type; an untyped literal is
+ *	  a C string of type unknown, whose type is inferred from the statement;
+ *	- VARIADIC "any" called with an explicit VARIADIC array: the elements, typed;
+ *	- VARIADIC text[], chosen when every argument is an untyped driver parameter
+ *	  (which "any" cannot accept): each element is inferred like a literal.
+ *
+ * The statement is prepared (or found in the cache) before the claim, so a broken
+ * statement fails on a duplicate too instead of hiding until the next fresh id.
+ * Any error in the statement aborts the transaction, claim included.
+ */
+#include "postgres.h"
+
+#include "catalog/pg_type.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+#include "utils/lsyscache.h"
+
+#include "inbox.h"
+
+#define STATEMENT_ARG 2
+#define FIRST_VALUE_ARG 3
+
+typedef struct StatementArgs
+{
+	int			nargs;
+	Datum	   *values;
+	char	   *nulls;			/* ' ' or 'n', as SPI wants */
+	Oid		   *types;			/* UNKNOWNOID for values given as C strings */
+} StatementArgs;
+
+static void
+args_alloc(StatementArgs *args, int n)
+{
+	args->nargs = n;
+	args->values = palloc0(sizeof(Datum) * Max(n, 1));
+	args->nulls = palloc(sizeof(char) * Max(n, 1));
+	args->types = palloc(sizeof(Oid) * Max(n, 1));
+}
+
+/* Elements of a variadic array; text elements of the text[] overload are inferred. */
+static void
+args_from_array(StatementArgs *args, FunctionCallInfo fcinfo, bool infer_text)
+{
+	ArrayType  *array;
+	Oid			elemtype;
+	int16		typlen;
+	bool		typbyval;
+	char		typalign;
+	Datum	   *elems;
+	bool	   *elemnulls;
+	int			n;
+
+	/* VARIADIC NULL means no arguments, as for format(). */
+	if (PG_ARGISNULL(FIRST_VALUE_ARG))
+	{
+		args_alloc(args, 0);
+		return;
+	}
+
+	array = PG_GETARG_ARRAYTYPE_P(FIRST_VALUE_ARG);
+	elemtype = ARR_ELEMTYPE(array);
+	get_typlenbyvalalign(elemtype, &typlen, &typbyval, &typalign);
+	deconstruct_array(array, elemtype, typlen, typbyval, typalign, &elems, &elemnulls, &n);
+
+	args_alloc(args, n);
+	for (int i = 0; i < n; i++)
+	{
+		bool		infer = infer_text && elemtype == TEXTOID;
+
+		args->nulls[i] = elemnulls[i] ? 'n' : ' ';
+		args->types[i] = infer ? UNKNOWNOID : elemtype;
+		if (!elemnulls[i])
+			args->values[i] = infer ? CStringGetDatum(TextDatumGetCString(elems[i])) : elems[i];
+	}
+}
+
+/* Spread "any" arguments, each with the type the parser gave it. */
+static void
+args_from_spread(StatementArgs *args, FunctionCallInfo fcinfo)
+{
+	args_alloc(args, PG_NARGS() - FIRST_VALUE_ARG);
+	for (int i = 0; i < args->nargs; i++)
+	{
+		int			argno = FIRST_VALUE_ARG + i;
+		Oid			type = get_fn_expr_argtype(fcinfo->flinfo, argno);
+
+		if (!OidIsValid(type))
+			elog(ERROR, "could not determine the type of argument %d", argno + 1);
+		args->types[i] = type;
+		args->nulls[i] = PG_ARGISNULL(argno) ? 'n' : ' ';
+		if (!PG_ARGISNULL(argno))
+			args->values[i] = PG_GETARG_DATUM(argno);
+	}
+}
+
+static void
+statement_args(StatementArgs *args, FunctionCallInfo fcinfo, const CallSignature *sig)
+{
+	if (PG_NARGS() <= FIRST_VALUE_ARG)
+		args_alloc(args, 0);
+	else if (sig->variadic_type == TEXTOID)
+		args_from_array(args, fcinfo, true);
+	else if (get_fn_expr_variadic(fcinfo->flinfo))
+		args_from_array(args, fcinfo, false);
+	else
+		args_from_spread(args, fcinfo);
+}
+
+/* The statement is what the effect is: it must be there. */
+static const char *
+statement_source(FunctionCallInfo fcinfo)
+{
+	if (PG_ARGISNULL(STATEMENT_ARG))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("statement must not be null")));
+	return text_to_cstring(PG_GETARG_TEXT_PP(STATEMENT_ARG));
+}
+
+PG_FUNCTION_INFO_V1(inbox_claim_apply);
+Datum
+inbox_claim_apply(PG_FUNCTION_ARGS)
+{
+	const CallSignature *sig = call_signature(fcinfo);
+	InboxInfo  *inbox = registry_lookup(fcinfo, 0);
+	Datum		id = message_id_from_arg(fcinfo, 1, sig->keytype, inbox);
+	const char *source = statement_source(fcinfo);
+	StatementArgs args;
+	StatementPlan *statement;
+	bool		claimed;
+
+	statement_args(&args, fcinfo, sig);
+
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	statement = statement_cache_get(source, args.nargs, args.types);
+	claimed = claim_one(inbox, id);
+	if (claimed)
+		statement_execute(statement, args.values, args.nulls);
+	SPI_finish();
+
+	PG_RETURN_DATUM(enum_label(sig->rettype, claimed ? "applied" : "duplicate"));
+}

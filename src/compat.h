@@ -1,0 +1,31 @@
+/*
+ * compat.h
+ *		Every difference between the PostgreSQL versions we build against (13-17).
+ *
+ * Code elsewhere calls the names defined here and never tests PG_VERSION_NUM itself.
+ */
+#ifndef INBOX_COMPAT_H
+#define INBOX_COMPAT_H
+
+#include "postgres.h"
+
+#include "parser/analyze.h"
+#include "utils/guc.h"
+
+/* PostgreSQL 15 added the query environment argument. */
+#if PG_VERSION_NUM >= 150000
+#define compat_parse_analyze_varparams(stmt, src, types, ntypes) \
+	parse_analyze_varparams((stmt), (src), (types), (ntypes), NULL)
+#else
+#define compat_parse_analyze_varparams(stmt, src, types, ntypes) \
+	parse_analyze_varparams((stmt), (src), (types), (ntypes))
+#endif
+
+/* PostgreSQL 15 renamed EmitWarningsOnPlaceholders and made it reserve the prefix. */
+#if PG_VERSION_NUM >= 150000
+#define compat_reserve_guc_prefix(prefix) MarkGUCPrefixReserved(prefix)
+#else
+#define compat_reserve_guc_prefix(prefix) EmitWarningsOnPlaceholders(prefix)
+#endif
+
+#endif							/* INBOX_COMPAT_H */

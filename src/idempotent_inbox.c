@@ -1,0 +1,22 @@
+/*
+ * idempotent_inbox.c
+ *		Module entry point.  _PG_init is a table of contents: one call per module
+ *		that needs backend-level setup.
+ */
+#include "postgres.h"
+
+#include "fmgr.h"
+
+#include "compat.h"
+#include "inbox.h"
+
+PG_MODULE_MAGIC;
+
+void
+_PG_init(void)
+{
+	registry_init();
+	statement_cache_init();
+
+	compat_reserve_guc_prefix("idempotent_inbox");
+}

@@ -1,0 +1,79 @@
+/*
+ * inbox.h
+ *		What the modules of idempotent_inbox share.
+ *
+ * Terms, used the same way in every file:
+ *	inbox		an ordinary table of claims for one consumer, listed in the registry
+ *	claim		the row that says "this message id is being or has been applied"
+ *	effect		the business change applied in the same transaction as the claim
+ *	duplicate	a delivery whose id is already claimed
+ */
+#ifndef INBOX_H
+#define INBOX_H
+
+#include "postgres.h"
+
+#include "executor/spi.h"
+#include "fmgr.h"
+
+/* Longest message id we accept, in bytes; keeps claims well inside an index tuple. */
+#define INBOX_MAX_ID_BYTES 1024
+
+/*
+ * What a backend remembers about one inbox.  Entries live in a hash keyed by the
+ * table's OID and are marked stale by a relcache callback; the plans are kept
+ * SPI plans built from the table's current qualified name.
+ */
+typedef struct InboxInfo
+{
+	Oid			relid;			/* hash key */
+	bool		valid;			/* false once a relcache invalidation arrives */
+	Oid			keytype;		/* TEXTOID, UUIDOID or INT8OID */
+	Oid			pkindex;		/* the message_id primary key index */
+	RegProcedure key_eq;		/* equality proc of that index, for probes */
+	char	   *qualname;		/* quoted, schema-qualified table name */
+	SPIPlanPtr	claim_plan;		/* single INSERT ... ON CONFLICT DO NOTHING */
+	SPIPlanPtr	claim_many_plan;	/* batch variant, RETURNING the fresh ids */
+} InboxInfo;
+
+/* What a call site of one of our SQL functions was declared with (signature.c). */
+typedef struct CallSignature
+{
+	Oid			keytype;		/* declared type of message_id (element type for arrays) */
+	Oid			variadic_type;	/* InvalidOid, ANYOID or TEXTOID */
+	Oid			rettype;		/* declared result type (an enum for some) */
+} CallSignature;
+
+/* idempotent_inbox.c */
+extern void _PG_init(void);
+
+/* registry.c */
+extern void registry_init(void);
+extern InboxInfo *registry_lookup(FunctionCallInfo fcinfo, int argno);
+
+/* message_id.c */
+extern Datum message_id_from_arg(FunctionCallInfo fcinfo, int argno, Oid argtype,
+								 const InboxInfo *inbox);
+extern Datum message_id_from_element(Datum value, bool isnull, Oid argtype,
+									 const InboxInfo *inbox, int position);
+
+/* signature.c */
+extern const CallSignature *call_signature(FunctionCallInfo fcinfo);
+extern Datum enum_label(Oid enumtype, const char *label);
+
+/* spi_util.c */
+extern SPIPlanPtr spi_prepare_kept(const char *sql, int nargs, Oid *argtypes);
+extern void spi_free_plan(SPIPlanPtr *plan);
+extern void spi_execute_expect(SPIPlanPtr plan, Datum *values, const char *nulls,
+							   int expected);
+
+/* claim.c */
+extern bool claim_one(InboxInfo *inbox, Datum message_id);
+
+/* statement_cache.c */
+typedef struct StatementPlan StatementPlan;
+extern void statement_cache_init(void);
+extern StatementPlan *statement_cache_get(const char *source, int nargs, const Oid *argtypes);
+extern void statement_execute(StatementPlan *entry, Datum *values, const char *nulls);
+
+#endif							/* INBOX_H */

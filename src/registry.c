@@ -1,0 +1,354 @@
+/*
+ * registry.c
+ *		Which tables are inboxes: create_inbox, drop_inbox, and the per-backend
+ *		cache that answers "is this an inbox, and what are its keys" on every call.
+ *
+ * The registry is the table <extschema>.registry.  Users may read it but not write
+ * it; create_inbox writes its row as the registry's owner, after creating the inbox
+ * table with the caller's own rights.  Rows of dropped tables are removed by the
+ * extension's sql_drop event trigger, so drop_inbox is just DROP TABLE.
+ *
+ * The cache holds one InboxInfo per inbox OID.  A relcache invalidation of the
+ * table (DROP, ALTER ... RENAME, VACUUM updating pg_class) marks the entry stale;
+ * the next lookup re-reads the registry and rebuilds the kept plans from the
+ * table's current name.
+ */
+#include "postgres.h"
+
+#include "access/genam.h"
+#include "access/htup_details.h"
+#include "access/table.h"
+#include "catalog/namespace.h"
+#include "catalog/pg_class.h"
+#include "catalog/pg_type.h"
+#include "executor/spi.h"
+#include "miscadmin.h"
+#include "utils/builtins.h"
+#include "utils/hsearch.h"
+#include "utils/inval.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+#include "utils/rel.h"
+#include "utils/syscache.h"
+#include "utils/timestamp.h"
+#include "utils/varlena.h"
+
+#include "inbox.h"
+
+static HTAB *InboxCache = NULL;
+
+static void
+registry_invalidate(Datum arg, Oid relid)
+{
+	HASH_SEQ_STATUS status;
+	InboxInfo  *entry;
+
+	if (InboxCache == NULL)
+		return;
+
+	if (OidIsValid(relid))
+	{
+		entry = hash_search(InboxCache, &relid, HASH_FIND, NULL);
+		if (entry != NULL)
+			entry->valid = false;
+		return;
+	}
+
+	hash_seq_init(&status, InboxCache);
+	while ((entry = hash_seq_search(&status)) != NULL)
+		entry->valid = false;
+}
+
+void
+registry_init(void)
+{
+	HASHCTL		ctl;
+
+	ctl.keysize = sizeof(Oid);
+	ctl.entrysize = sizeof(InboxInfo);
+	ctl.hcxt = CacheMemoryContext;
+	InboxCache = hash_create("idempotent_inbox inboxes", 16, &ctl,
+							 HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+	CacheRegisterRelcacheCallback(registry_invalidate, (Datum) 0);
+}
+
+/* The schema our SQL objects live in: that of the function being called. */
+static char *
+extension_schema(FunctionCallInfo fcinfo)
+{
+	Oid			nspid = get_func_namespace(fcinfo->flinfo->fn_oid);
+
+	return get_namespace_name(nspid);
+}
+
+/* The registry's key type for relid, or InvalidOid when relid is not an inbox. */
+static Oid
+registry_key_type(FunctionCallInfo fcinfo, Oid relid)
+{
+	Oid			argtypes[1] = {REGCLASSOID};
+	Datum		values[1] = {ObjectIdGetDatum(relid)};
+	char	   *sql;
+	Oid			keytype = InvalidOid;
+	int			rc;
+
+	sql = psprintf("SELECT key_type::pg_catalog.oid FROM %s.registry "
+				   "WHERE relid OPERATOR(pg_catalog.=) $1",
+				   quote_identifier(extension_schema(fcinfo)));
+
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	rc = SPI_execute_with_args(sql, 1, argtypes, values, NULL, true, 1);
+	if (rc != SPI_OK_SELECT)
+		elog(ERROR, "registry lookup returned %s", SPI_result_code_string(rc));
+	if (SPI_processed == 1)
+	{
+		bool		isnull;
+
+		keytype = DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[0],
+												 SPI_tuptable->tupdesc, 1, &isnull));
+	}
+	SPI_finish();
+
+	return keytype;
+}
+
+static void
+load_entry(InboxInfo *entry, Oid keytype)
+{
+	Relation	rel;
+	Relation	index;
+	Oid			opfamily;
+	Oid			opcintype;
+	Oid			eqop;
+	MemoryContext oldcxt;
+
+	/* Old plans name the table as it was called; the name may have changed. */
+	spi_free_plan(&entry->claim_plan);
+	spi_free_plan(&entry->claim_many_plan);
+	if (entry->qualname != NULL)
+		pfree(entry->qualname);
+
+	rel = table_open(entry->relid, AccessShareLock);
+	entry->pkindex = RelationGetPrimaryKeyIndex(rel);
+	if (!OidIsValid(entry->pkindex))
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("inbox \"%s\" has no primary key", RelationGetRelationName(rel)),
+				 errhint("Recreate it with inbox.create_inbox().")));
+
+	index = index_open(entry->pkindex, AccessShareLock);
+	opfamily = index->rd_opfamily[0];
+	opcintype = index->rd_opcintype[0];
+	eqop = get_opfamily_member(opfamily, opcintype, opcintype, BTEqualStrategyNumber);
+	if (!OidIsValid(eqop))
+		elog(ERROR, "no equality operator in operator family %u", opfamily);
+	entry->key_eq = get_opcode(eqop);
+	index_close(index, AccessShareLock);
+
+	oldcxt = MemoryContextSwitchTo(CacheMemoryContext);
+	entry->qualname = quote_qualified_identifier(get_namespace_name(RelationGetNamespace(rel)),
+												 RelationGetRelationName(rel));
+	MemoryContextSwitchTo(oldcxt);
+	table_close(rel, AccessShareLock);
+
+	entry->keytype = keytype;
+	entry->valid = true;
+}
+
+/*
+ * The inbox named by argument argno, from the cache when it is fresh.  Raises the
+ * user-facing errors for a NULL, missing or non-inbox table.
+ */
+InboxInfo *
+registry_lookup(FunctionCallInfo fcinfo, int argno)
+{
+	Oid			relid;
+	InboxInfo  *entry;
+	bool		found;
+	Oid			keytype;
+
+	if (PG_ARGISNULL(argno))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("inbox must not be null")));
+	relid = PG_GETARG_OID(argno);
+
+	entry = hash_search(InboxCache, &relid, HASH_FIND, NULL);
+	if (entry != NULL && entry->valid)
+		return entry;
+
+	if (!SearchSysCacheExists1(RELOID, ObjectIdGetDatum(relid)))
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_TABLE),
+				 errmsg("relation with OID %u does not exist", relid)));
+
+	keytype = registry_key_type(fcinfo, relid);
+	if (!OidIsValid(keytype))
+	{
+		if (entry != NULL)
+		{
+			spi_free_plan(&entry->claim_plan);
+			spi_free_plan(&entry->claim_many_plan);
+			hash_search(InboxCache, &relid, HASH_REMOVE, NULL);
+		}
+		ereport(ERROR,
+				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+				 errmsg("\"%s\" is not an inbox", get_rel_name(relid)),
+				 errhint("Create one with inbox.create_inbox().")));
+	}
+
+	entry = hash_search(InboxCache, &relid, HASH_ENTER, &found);
+	if (!found)
+	{
+		entry->qualname = NULL;
+		entry->claim_plan = NULL;
+		entry->claim_many_plan = NULL;
+	}
+	entry->valid = false;
+	load_entry(entry, keytype);
+	return entry;
+}
+
+/* Only these key types have the storage and comparison the SPEC promises. */
+static void
+CheckKeyType(Oid keytype)
+{
+	if (keytype != TEXTOID && keytype != UUIDOID && keytype != INT8OID)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("unsupported inbox key type %s", format_type_be(keytype)),
+				 errhint("Use text, uuid or bigint.")));
+}
+
+/* A retention window must be a positive span of time. */
+static void
+CheckRetention(Interval *retention)
+{
+	Interval	zero;
+
+	memset(&zero, 0, sizeof(zero));
+	if (DatumGetBool(DirectFunctionCall2(interval_le, IntervalPGetDatum(retention),
+										 IntervalPGetDatum(&zero))))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("retention must be a positive interval"),
+				 errhint("Pass NULL to keep claims until they are deleted.")));
+}
+
+/* Claims are user data that must survive a crash: no temporary inboxes. */
+static void
+CheckPermanent(Oid nspid, const char *relname)
+{
+	if (isAnyTempNamespace(nspid))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("inbox \"%s\" cannot be temporary", relname),
+				 errdetail("Claims must survive the session and a crash to deduplicate redeliveries.")));
+}
+
+static void
+insert_registry_row(FunctionCallInfo fcinfo, Oid relid, Oid keytype, Datum retention,
+					bool retention_null)
+{
+	const char *schema = quote_identifier(extension_schema(fcinfo));
+	Oid			registry;
+	Oid			owner;
+	Oid			save_userid;
+	int			save_sec_context;
+	Oid			argtypes[3] = {REGCLASSOID, REGTYPEOID, INTERVALOID};
+	Datum		values[3] = {ObjectIdGetDatum(relid), ObjectIdGetDatum(keytype), retention};
+	char		nulls[3] = {' ', ' ', retention_null ? 'n' : ' '};
+	HeapTuple	tuple;
+	int			rc;
+
+	registry = get_relname_relid("registry", get_func_namespace(fcinfo->flinfo->fn_oid));
+	tuple = SearchSysCache1(RELOID, ObjectIdGetDatum(registry));
+	if (!HeapTupleIsValid(tuple))
+		elog(ERROR, "cache lookup failed for the inbox registry");
+	owner = ((Form_pg_class) GETSTRUCT(tuple))->relowner;
+	ReleaseSysCache(tuple);
+
+	/*
+	 * The caller has just created the table with its own rights, so it owns it;
+	 * recording that fact needs the registry owner's rights, for this one INSERT.
+	 */
+	GetUserIdAndSecContext(&save_userid, &save_sec_context);
+	SetUserIdAndSecContext(owner, save_sec_context | SECURITY_LOCAL_USERID_CHANGE);
+	rc = SPI_execute_with_args(psprintf("INSERT INTO %s.registry (relid, key_type, retention) "
+										"VALUES ($1, $2, $3)", schema),
+							   3, argtypes, values, nulls, false, 0);
+	SetUserIdAndSecContext(save_userid, save_sec_context);
+	if (rc != SPI_OK_INSERT)
+		elog(ERROR, "registry insert returned %s", SPI_result_code_string(rc));
+}
+
+PG_FUNCTION_INFO_V1(inbox_create_inbox);
+Datum
+inbox_create_inbox(PG_FUNCTION_ARGS)
+{
+	RangeVar   *rv;
+	Oid			nspid;
+	Oid			keytype;
+	Oid			relid;
+	char	   *qualname;
+	int			rc;
+
+	if (PG_ARGISNULL(0))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("inbox name must not be null")));
+	if (PG_ARGISNULL(1))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("inbox key type must not be null")));
+	keytype = PG_GETARG_OID(1);
+	CheckKeyType(keytype);
+	if (!PG_ARGISNULL(2))
+		CheckRetention(PG_GETARG_INTERVAL_P(2));
+
+	rv = makeRangeVarFromNameList(textToQualifiedNameList(PG_GETARG_TEXT_PP(0)));
+	nspid = RangeVarGetCreationNamespace(rv);
+	CheckPermanent(nspid, rv->relname);
+	qualname = quote_qualified_identifier(get_namespace_name(nspid), rv->relname);
+
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+
+	/* The caller's rights: CREATE on the schema, and the caller owns the result. */
+	rc = SPI_execute(psprintf("CREATE TABLE %s ("
+							  "message_id %s PRIMARY KEY, "
+							  "claimed_at pg_catalog.timestamptz NOT NULL DEFAULT pg_catalog.now())",
+							  qualname, format_type_be_qualified(keytype)),
+					 false, 0);
+	if (rc != SPI_OK_UTILITY)
+		elog(ERROR, "CREATE TABLE returned %s", SPI_result_code_string(rc));
+
+	relid = get_relname_relid(rv->relname, nspid);
+	if (!OidIsValid(relid))
+		elog(ERROR, "inbox \"%s\" vanished after creation", qualname);
+
+	insert_registry_row(fcinfo, relid, keytype,
+						PG_ARGISNULL(2) ? (Datum) 0 : PG_GETARG_DATUM(2), PG_ARGISNULL(2));
+	SPI_finish();
+
+	PG_RETURN_OID(relid);
+}
+
+PG_FUNCTION_INFO_V1(inbox_drop_inbox);
+Datum
+inbox_drop_inbox(PG_FUNCTION_ARGS)
+{
+	InboxInfo  *inbox = registry_lookup(fcinfo, 0);
+	char	   *qualname = pstrdup(inbox->qualname);
+	int			rc;
+
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	/* The caller's rights: only an owner may drop.  The event trigger forgets it. */
+	rc = SPI_execute(psprintf("DROP TABLE %s", qualname), false, 0);
+	if (rc != SPI_OK_UTILITY)
+		elog(ERROR, "DROP TABLE returned %s", SPI_result_code_string(rc));
+	SPI_finish();
+
+	PG_RETURN_VOID();
+}

@@ -1,0 +1,69 @@
+/*
+ * signature.c
+ *		What a call site of one of our SQL functions was declared with.
+ *
+ * One C function serves every overload of a SQL name (text, uuid and bigint keys;
+ * the variadic shapes of claim_apply).  The declared types come from pg_proc rather
+ * than from the call expression, so they are right however the function is called,
+ * and are cached in fn_extra for the life of the call site.
+ */
+#include "postgres.h"
+
+#include "access/htup_details.h"
+#include "catalog/pg_enum.h"
+#include "catalog/pg_proc.h"
+#include "catalog/pg_type.h"
+#include "utils/lsyscache.h"
+#include "utils/syscache.h"
+
+#include "inbox.h"
+
+const CallSignature *
+call_signature(FunctionCallInfo fcinfo)
+{
+	CallSignature *sig = (CallSignature *) fcinfo->flinfo->fn_extra;
+	HeapTuple	tuple;
+	Form_pg_proc proc;
+	Oid			keytype;
+
+	if (sig != NULL)
+		return sig;
+
+	tuple = SearchSysCache1(PROCOID, ObjectIdGetDatum(fcinfo->flinfo->fn_oid));
+	if (!HeapTupleIsValid(tuple))
+		elog(ERROR, "cache lookup failed for function %u", fcinfo->flinfo->fn_oid);
+	proc = (Form_pg_proc) GETSTRUCT(tuple);
+
+	/* Every SQL function of ours that takes a message id takes it second. */
+	if (proc->pronargs < 2)
+		elog(ERROR, "function %u has no message id argument", fcinfo->flinfo->fn_oid);
+	keytype = proc->proargtypes.values[1];
+	if (OidIsValid(get_element_type(keytype)))
+		keytype = get_element_type(keytype);
+
+	sig = MemoryContextAlloc(fcinfo->flinfo->fn_mcxt, sizeof(CallSignature));
+	sig->keytype = keytype;
+	sig->variadic_type = proc->provariadic;
+	sig->rettype = proc->prorettype;
+	ReleaseSysCache(tuple);
+
+	fcinfo->flinfo->fn_extra = sig;
+	return sig;
+}
+
+/* The Datum of one label of one of our enums; labels are fixed by the install script. */
+Datum
+enum_label(Oid enumtype, const char *label)
+{
+	HeapTuple	tuple;
+	Oid			result;
+
+	tuple = SearchSysCache2(ENUMTYPOIDNAME, ObjectIdGetDatum(enumtype),
+							CStringGetDatum(label));
+	if (!HeapTupleIsValid(tuple))
+		elog(ERROR, "enum %u has no label \"%s\"", enumtype, label);
+	result = ((Form_pg_enum) GETSTRUCT(tuple))->oid;
+	ReleaseSysCache(tuple);
+
+	return ObjectIdGetDatum(result);
+}
