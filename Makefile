@@ -12,7 +12,8 @@ OBJS = $(patsubst %.c,%.o,$(sort $(wildcard src/*.c)))
 DATA = $(sort $(wildcard idempotent_inbox--*.sql))
 PGFILEDESC = "idempotent_inbox - exactly-once effects for at-least-once consumers"
 
-REGRESS = $(basename $(notdir $(sort $(wildcard sql/*.sql))))
+# In order: drop_extension must run last.
+REGRESS = inbox_admin claim claim_many claim_apply claim_apply_args drop_extension
 REGRESS_OPTS = --load-extension=idempotent_inbox
 
 ISOLATION = $(basename $(notdir $(sort $(wildcard test/specs/*.spec))))

@@ -12,6 +12,9 @@
  * built-in types only, so nothing of theirs depends on the extension either.
  */
 
+-- Every role may call the claim functions; what they touch is checked per table.
+GRANT USAGE ON SCHEMA @extschema@ TO PUBLIC;
+
 -- Outcomes.  Later versions may add labels; none is ever renamed.
 CREATE TYPE @extschema@.outcome AS ENUM ('applied', 'duplicate');
 COMMENT ON TYPE @extschema@.outcome IS
@@ -139,6 +142,13 @@ LANGUAGE C VOLATILE PARALLEL UNSAFE ROWS 100;
 CREATE FUNCTION @extschema@.claim_many(inbox pg_catalog.regclass, message_ids pg_catalog.int8[])
 RETURNS SETOF pg_catalog.int8 AS 'MODULE_PATHNAME', 'inbox_claim_many'
 LANGUAGE C VOLATILE PARALLEL UNSAFE ROWS 100;
+-- Drivers send arrays as untyped strings such as '{a,b}', which would be ambiguous
+-- among the array overloads; an untyped argument resolves to this one.
+CREATE FUNCTION @extschema@.claim_many(inbox pg_catalog.regclass, message_ids pg_catalog.text)
+RETURNS SETOF pg_catalog.text AS 'MODULE_PATHNAME', 'inbox_claim_many'
+LANGUAGE C VOLATILE PARALLEL UNSAFE ROWS 100;
+COMMENT ON FUNCTION @extschema@.claim_many(pg_catalog.regclass, pg_catalog.text) IS
+    'claim a batch given as an array literal; returns the fresh ids in input order, each once';
 COMMENT ON FUNCTION @extschema@.claim_many(pg_catalog.regclass, pg_catalog.text[]) IS
     'claim a batch; returns the fresh ids in input order, each once';
 COMMENT ON FUNCTION @extschema@.claim_many(pg_catalog.regclass, pg_catalog.uuid[]) IS

@@ -23,6 +23,7 @@
 #include "access/tableam.h"
 #include "access/xact.h"
 #include "catalog/pg_type.h"
+#include "utils/fmgroids.h"
 #include "common/hashfn.h"
 #include "executor/tuptable.h"
 #include "funcapi.h"
@@ -235,7 +236,17 @@ batch_argument(FunctionCallInfo fcinfo, const CallSignature *sig, InboxInfo *inb
 		ereport(ERROR,
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 				 errmsg("message ids must not be null")));
-	input = PG_GETARG_ARRAYTYPE_P(1);
+	/*
+	 * The text overload takes an array literal: drivers send arrays as untyped
+	 * strings, which would be ambiguous among the array overloads.
+	 */
+	if (sig->keyargtype == TEXTOID)
+		input = DatumGetArrayTypeP(OidFunctionCall3(F_ARRAY_IN,
+													CStringGetDatum(TextDatumGetCString(PG_GETARG_DATUM(1))),
+													ObjectIdGetDatum(TEXTOID),
+													Int32GetDatum(-1)));
+	else
+		input = PG_GETARG_ARRAYTYPE_P(1);
 	if (ARR_NDIM(input) > 1)
 		ereport(ERROR,
 				(errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),

@@ -11,8 +11,9 @@
  *	- VARIADIC text[], chosen when every argument is an untyped driver parameter
  *	  (which "any" cannot accept): each element is inferred like a literal.
  *
- * The statement is prepared (or found in the cache) before the claim, so a broken
- * statement fails on a duplicate too instead of hiding until the next fresh id.
+ * The statement is prepared (or found in the cache) and its arguments converted
+ * before the claim, so a broken statement or value fails on a duplicate too
+ * instead of hiding until the next fresh id.
  * Any error in the statement aborts the transaction, claim included.
  */
 #include "postgres.h"
@@ -141,6 +142,7 @@ inbox_claim_apply(PG_FUNCTION_ARGS)
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
 	statement = statement_cache_get(source, args.nargs, args.types);
+	statement_convert_args(statement, args.values, args.nulls);
 	claimed = claim_one(inbox, id);
 	if (claimed)
 		statement_execute(statement, args.values, args.nulls);

@@ -39,7 +39,8 @@ typedef struct InboxInfo
 /* What a call site of one of our SQL functions was declared with (signature.c). */
 typedef struct CallSignature
 {
-	Oid			keytype;		/* declared type of message_id (element type for arrays) */
+	Oid			keyargtype;		/* declared type of the message id argument */
+	Oid			keytype;		/* the same, or its element type for arrays */
 	Oid			variadic_type;	/* InvalidOid, ANYOID or TEXTOID */
 	Oid			rettype;		/* declared result type (an enum for some) */
 } CallSignature;
@@ -74,6 +75,7 @@ extern bool claim_one(InboxInfo *inbox, Datum message_id);
 typedef struct StatementPlan StatementPlan;
 extern void statement_cache_init(void);
 extern StatementPlan *statement_cache_get(const char *source, int nargs, const Oid *argtypes);
+extern void statement_convert_args(StatementPlan *entry, Datum *values, const char *nulls);
 extern void statement_execute(StatementPlan *entry, Datum *values, const char *nulls);
 
 #endif							/* INBOX_H */

@@ -37,6 +37,12 @@
 
 static HTAB *InboxCache = NULL;
 
+/*
+ * The registry table the cache was filled from.  When it goes (DROP EXTENSION) or
+ * changes, every entry is stale, though no inbox table itself was touched.
+ */
+static Oid	RegistryRelid = InvalidOid;
+
 static void
 registry_invalidate(Datum arg, Oid relid)
 {
@@ -46,7 +52,7 @@ registry_invalidate(Datum arg, Oid relid)
 	if (InboxCache == NULL)
 		return;
 
-	if (OidIsValid(relid))
+	if (OidIsValid(relid) && relid != RegistryRelid)
 	{
 		entry = hash_search(InboxCache, &relid, HASH_FIND, NULL);
 		if (entry != NULL)
@@ -94,6 +100,7 @@ registry_key_type(FunctionCallInfo fcinfo, Oid relid)
 	sql = psprintf("SELECT key_type::pg_catalog.oid FROM %s.registry "
 				   "WHERE relid OPERATOR(pg_catalog.=) $1",
 				   quote_identifier(extension_schema(fcinfo)));
+	RegistryRelid = get_relname_relid("registry", get_func_namespace(fcinfo->flinfo->fn_oid));
 
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");

@@ -38,11 +38,10 @@ call_signature(FunctionCallInfo fcinfo)
 	if (proc->pronargs < 2)
 		elog(ERROR, "function %u has no message id argument", fcinfo->flinfo->fn_oid);
 	keytype = proc->proargtypes.values[1];
-	if (OidIsValid(get_element_type(keytype)))
-		keytype = get_element_type(keytype);
 
 	sig = MemoryContextAlloc(fcinfo->flinfo->fn_mcxt, sizeof(CallSignature));
-	sig->keytype = keytype;
+	sig->keyargtype = keytype;
+	sig->keytype = OidIsValid(get_element_type(keytype)) ? get_element_type(keytype) : keytype;
 	sig->variadic_type = proc->provariadic;
 	sig->rettype = proc->prorettype;
 	ReleaseSysCache(tuple);

@@ -141,10 +141,26 @@ collect_params(Node *node, void *context)
 	return expression_tree_walker(node, collect_params, context);
 }
 
+/* The effect commits with the caller's transaction, so it cannot end it. */
+static void
+CheckNotTransactionControl(RawStmt *stmt)
+{
+	if (IsA(stmt->stmt, TransactionStmt))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_TRANSACTION_TERMINATION),
+				 errmsg("the statement of claim_apply cannot control the transaction"),
+				 errdetail("The claim and its effect commit or roll back with the caller's transaction.")));
+}
+
 /* Every $n the statement uses must have an argument. */
 static void
 CheckParamsGiven(int nparams, int nargs)
 {
+	if (nparams > nargs && nargs == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_PARAMETER),
+				 errmsg("statement refers to $%d but no arguments were given", nparams),
+				 errhint("Pass one argument after the statement for each of $1..$%d.", nparams)));
 	if (nparams > nargs)
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_PARAMETER),
@@ -208,6 +224,8 @@ infer_param_types(const char *source, int nargs, const Oid *argtypes)
 	for (int i = 0; i < nargs; i++)
 		types[i] = (argtypes[i] == UNKNOWNOID) ? InvalidOid : argtypes[i];
 
+	foreach(lc, raw)
+		CheckNotTransactionControl(lfirst_node(RawStmt, lc));
 	foreach(lc, raw)
 	{
 		Query	   *query = compat_parse_analyze_varparams(lfirst_node(RawStmt, lc), source,
@@ -306,17 +324,23 @@ statement_cache_get(const char *source, int nargs, const Oid *argtypes)
 }
 
 /*
- * Run the statement with the given argument values; inferred arguments are C
- * strings, converted here by their type's input function.
+ * Convert inferred arguments, given as C strings, with their type's input
+ * function, in place.  Done before the claim, so that a bad value is an error on
+ * every delivery, duplicates included.
  */
 void
-statement_execute(StatementPlan *entry, Datum *values, const char *nulls)
+statement_convert_args(StatementPlan *entry, Datum *values, const char *nulls)
 {
 	for (int i = 0; i < entry->nargs; i++)
 		if (entry->argtypes[i] == UNKNOWNOID && nulls[i] != 'n')
 			values[i] = InputFunctionCall(&entry->inputs[i], DatumGetCString(values[i]),
 										  entry->ioparams[i], -1);
+}
 
+/* Run the statement with converted argument values. */
+void
+statement_execute(StatementPlan *entry, Datum *values, const char *nulls)
+{
 	entry->pins++;
 	PG_TRY();
 	{
