@@ -5,11 +5,15 @@
  *
  * The arguments after the statement become $1..$n.  They arrive in one of three
  * shapes, fixed by which overload the parser chose:
- *	- spread VARIADIC "any" values, each with its own type; an untyped literal is
- *	  a C string of type unknown, whose type is inferred from the statement;
- *	- VARIADIC "any" called with an explicit VARIADIC array: the elements, typed;
+ *	- spread VARIADIC "any" values, each with its own type;
+ *	- VARIADIC "any" called with an explicit VARIADIC array: the elements;
  *	- VARIADIC text[], chosen when every argument is an untyped driver parameter
- *	  (which "any" cannot accept): each element is inferred like a literal.
+ *	  (which "any" cannot accept).
+ * An untyped literal, and any value given as text or varchar, is treated like a
+ * literal: it takes the type its $n has in the statement and is converted by that
+ * type's input function.  Drivers and ORMs send strings for everything from
+ * numbers to jsonb, and this is what makes them work unchanged.  Values of other
+ * types keep their type.
  *
  * The statement is prepared (or found in the cache) and its arguments converted
  * before the claim, so a broken statement or value fails on a duplicate too
@@ -45,9 +49,32 @@ args_alloc(StatementArgs *args, int n)
 	args->types = palloc(sizeof(Oid) * Max(n, 1));
 }
 
-/* Elements of a variadic array; text elements of the text[] overload are inferred. */
+/* Strings are bound like literals; see the header comment. */
+static bool
+is_string_type(Oid type)
+{
+	return type == TEXTOID || type == VARCHAROID || type == UNKNOWNOID;
+}
+
+/* One argument as a C string to convert, or as a typed value. */
 static void
-args_from_array(StatementArgs *args, FunctionCallInfo fcinfo, bool infer_text)
+args_set(StatementArgs *args, int i, Oid type, Datum value, bool isnull)
+{
+	args->nulls[i] = isnull ? 'n' : ' ';
+	args->types[i] = is_string_type(type) ? UNKNOWNOID : type;
+	if (isnull)
+		args->values[i] = (Datum) 0;
+	else if (type == UNKNOWNOID)
+		args->values[i] = value;	/* already a C string */
+	else if (is_string_type(type))
+		args->values[i] = CStringGetDatum(TextDatumGetCString(value));
+	else
+		args->values[i] = value;
+}
+
+/* The elements of a variadic array. */
+static void
+args_from_array(StatementArgs *args, FunctionCallInfo fcinfo)
 {
 	ArrayType  *array;
 	Oid			elemtype;
@@ -72,14 +99,7 @@ args_from_array(StatementArgs *args, FunctionCallInfo fcinfo, bool infer_text)
 
 	args_alloc(args, n);
 	for (int i = 0; i < n; i++)
-	{
-		bool		infer = infer_text && elemtype == TEXTOID;
-
-		args->nulls[i] = elemnulls[i] ? 'n' : ' ';
-		args->types[i] = infer ? UNKNOWNOID : elemtype;
-		if (!elemnulls[i])
-			args->values[i] = infer ? CStringGetDatum(TextDatumGetCString(elems[i])) : elems[i];
-	}
+		args_set(args, i, elemtype, elems[i], elemnulls[i]);
 }
 
 /* Spread "any" arguments, each with the type the parser gave it. */
@@ -94,10 +114,8 @@ args_from_spread(StatementArgs *args, FunctionCallInfo fcinfo)
 
 		if (!OidIsValid(type))
 			elog(ERROR, "could not determine the type of argument %d", argno + 1);
-		args->types[i] = type;
-		args->nulls[i] = PG_ARGISNULL(argno) ? 'n' : ' ';
-		if (!PG_ARGISNULL(argno))
-			args->values[i] = PG_GETARG_DATUM(argno);
+		args_set(args, i, type, PG_ARGISNULL(argno) ? (Datum) 0 : PG_GETARG_DATUM(argno),
+				 PG_ARGISNULL(argno));
 	}
 }
 
@@ -106,10 +124,8 @@ statement_args(StatementArgs *args, FunctionCallInfo fcinfo, const CallSignature
 {
 	if (PG_NARGS() <= FIRST_VALUE_ARG)
 		args_alloc(args, 0);
-	else if (sig->variadic_type == TEXTOID)
-		args_from_array(args, fcinfo, true);
-	else if (get_fn_expr_variadic(fcinfo->flinfo))
-		args_from_array(args, fcinfo, false);
+	else if (sig->variadic_type == TEXTOID || get_fn_expr_variadic(fcinfo->flinfo))
+		args_from_array(args, fcinfo);
 	else
 		args_from_spread(args, fcinfo);
 }

@@ -3,8 +3,8 @@
  *		The statements of claim_apply: parameter type inference, and a bounded
  *		per-backend cache of their kept plans.
  *
- * An argument's type is either known (a typed value) or to be inferred (an untyped
- * literal or driver parameter, passed here as UNKNOWNOID).  Known types are fixed
+ * An argument's type is either known (a typed value) or to be inferred (a string,
+ * passed here as UNKNOWNOID).  Known types are fixed
  * for the parse; the others take the type their $n gets from the statement's
  * context, as they would in PREPARE, and fall back to text where the context says
  * nothing.  Values of inferred arguments arrive as C strings and go through the
