@@ -34,6 +34,7 @@ typedef struct InboxInfo
 	char	   *qualname;		/* quoted, schema-qualified table name */
 	SPIPlanPtr	claim_plan;		/* single INSERT ... ON CONFLICT DO NOTHING */
 	SPIPlanPtr	claim_many_plan;	/* batch variant, RETURNING the fresh ids */
+	int			dup_rate;		/* recent share of duplicates, see claim_one */
 } InboxInfo;
 
 /* What a call site of one of our SQL functions was declared with (signature.c). */

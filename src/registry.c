@@ -210,6 +210,7 @@ registry_lookup(FunctionCallInfo fcinfo, int argno)
 		entry->qualname = NULL;
 		entry->claim_plan = NULL;
 		entry->claim_many_plan = NULL;
+		entry->dup_rate = 0;
 	}
 	entry->valid = false;
 	load_entry(entry, keytype);
