@@ -18,6 +18,10 @@ PG_CONFIG=$PG_BIN/pg_config
 REPO_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 PACKAGES=(make gcc postgresql-15 postgresql-server-dev-15 postgresql-15-pgtap
           libipc-run-perl libtap-parser-sourcehandler-pgtap-perl)
+# "command:package" pairs: the package is installed only when the command is missing
+# from the tests' PATH: such tools often come from elsewhere, like NodeSource's nodejs,
+# which bundles npm and conflicts with Debian's.
+COMMAND_PACKAGES=()
 
 TMP_ROOT=""         # the private temp dir: socket, server log, data/, src/
 SRC=""              # the copy of the tree inside it, owned by postgres once built
@@ -59,6 +63,15 @@ as_postgres_in() {
 
 as_postgres() { as_postgres_in / "$@"; }
 
+# The PATH that as_postgres_in gives the tests, without $PG_BIN.
+on_test_path() {
+    local dir
+    for dir in /usr/local/bin /usr/bin /bin; do
+        [[ -x $dir/$1 ]] && return 0
+    done
+    return 1
+}
+
 package_installed() {
     dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q 'install ok installed'
 }
@@ -66,9 +79,12 @@ package_installed() {
 # apt-get update only when something is missing: it is slow and needs the network.
 ensure_packages() {
     command -v dpkg-query >/dev/null || die "this harness needs Debian 12 (dpkg-query not found)"
-    local missing=() pkg out
+    local missing=() pkg out pair
     for pkg in "${PACKAGES[@]}"; do
         package_installed "$pkg" || missing+=("$pkg")
+    done
+    for pair in "${COMMAND_PACKAGES[@]}"; do
+        on_test_path "${pair%%:*}" || missing+=("${pair#*:}")
     done
     ((${#missing[@]} == 0)) && return 0
     say "harness: installing ${missing[*]}"
@@ -87,16 +103,20 @@ make_copy() {
     TMP_ROOT=$(mktemp -d /tmp/idempotent_inbox.XXXXXX)
     SRC=$TMP_ROOT/src
     mkdir "$SRC"
-    # Stale build products or old diffs from the checkout would be mistaken for ours.
+    # Stale build products or old diffs from the checkout would be mistaken for ours;
+    # node_modules is rebuilt from the lockfile by the drivers suite.
     tar -C "$REPO_ROOT" -cf - \
         --exclude=.git --exclude='*.o' --exclude='*.so' --exclude='*.bc' \
-        --exclude=./results --exclude=./tmp_check --exclude=./output_iso \
+        --exclude=./results --exclude=./tmp_check --exclude=./output_iso --exclude=node_modules \
         --exclude='./regression.*' . | tar -C "$SRC" -xf -
 }
 
 build_and_install() {
     local out
-    if ! out=$(make -s --no-print-directory -C "$SRC" PG_CONFIG="$PG_CONFIG" 2>&1); then
+    # BUILD_CFLAGS lets `make test` build with strict warnings (see test), while the
+    # Makefile itself stays free of -Werror.
+    if ! out=$(make -s --no-print-directory -C "$SRC" PG_CONFIG="$PG_CONFIG" \
+            PG_CFLAGS="${BUILD_CFLAGS:-}" 2>&1); then
         printf '%s\n' "$out" >&2
         die "the extension does not build"
     fi
