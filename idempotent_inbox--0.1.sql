@@ -223,3 +223,85 @@ COMMENT ON FUNCTION @extschema@.claim_apply(pg_catalog.regclass, pg_catalog.int8
     'claim a message id and, on first delivery only, run the statement with $1..$n bound to args';
 COMMENT ON FUNCTION @extschema@.claim_apply(pg_catalog.regclass, pg_catalog.int8, pg_catalog.text, pg_catalog.text[]) IS
     'claim a message id and, on first delivery only, run the statement with untyped args converted to the types of $1..$n';
+
+/*
+ * Naturally idempotent writes: where the effect can be made idempotent by its
+ * shape ("set status to PAID", "upsert the total"), no inbox is needed.
+ */
+CREATE TYPE @extschema@.upsert_outcome AS ENUM ('inserted', 'updated', 'unchanged', 'stale');
+COMMENT ON TYPE @extschema@.upsert_outcome IS
+    'result of upsert: inserted, updated, unchanged (a replay; nothing written), or stale (an older or equal version; nothing written)';
+
+CREATE TYPE @extschema@.transition_outcome AS ENUM ('moved', 'already', 'rejected', 'missing');
+COMMENT ON TYPE @extschema@.transition_outcome IS
+    'result of transition: moved, already in the target state (a replay), rejected (in a state not listed), missing (no such row)';
+
+CREATE FUNCTION @extschema@.upsert(target pg_catalog.regclass, new_row pg_catalog.jsonb,
+                                   key pg_catalog.text[] DEFAULT NULL,
+                                   version_column pg_catalog.text DEFAULT NULL)
+RETURNS @extschema@.upsert_outcome AS 'MODULE_PATHNAME', 'inbox_upsert'
+LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY INVOKER;
+COMMENT ON FUNCTION @extschema@.upsert(pg_catalog.regclass, pg_catalog.jsonb, pg_catalog.text[], pg_catalog.text) IS
+    'insert or update the row with new_row''s key; a replay writes nothing; with version_column, older versions are stale';
+
+-- A row of the table's own type.  Not an overload of upsert: with one, every call
+-- passing an untyped jsonb literal would be ambiguous.
+CREATE FUNCTION @extschema@.upsert_row(new_row anyelement,
+                                       key pg_catalog.text[] DEFAULT NULL,
+                                       version_column pg_catalog.text DEFAULT NULL)
+RETURNS @extschema@.upsert_outcome AS 'MODULE_PATHNAME', 'inbox_upsert_row'
+LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY INVOKER;
+COMMENT ON FUNCTION @extschema@.upsert_row(anyelement, pg_catalog.text[], pg_catalog.text) IS
+    'upsert a row of a table''s own type into that table';
+
+CREATE FUNCTION @extschema@.transition(target pg_catalog.regclass, key pg_catalog.jsonb,
+                                       state_column pg_catalog.text,
+                                       from_states pg_catalog.text[], to_state pg_catalog.text)
+RETURNS @extschema@.transition_outcome AS 'MODULE_PATHNAME', 'inbox_transition'
+LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY INVOKER;
+COMMENT ON FUNCTION @extschema@.transition(pg_catalog.regclass, pg_catalog.jsonb, pg_catalog.text, pg_catalog.text[], pg_catalog.text) IS
+    'move the row with this key to to_state if it is in one of from_states (NULL: the states the column''s machine allows)';
+
+CREATE FUNCTION @extschema@.transition(target pg_catalog.regclass, key pg_catalog.jsonb,
+                                       state_column pg_catalog.text, to_state pg_catalog.text)
+RETURNS @extschema@.transition_outcome AS 'MODULE_PATHNAME', 'inbox_transition'
+LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY INVOKER;
+COMMENT ON FUNCTION @extschema@.transition(pg_catalog.regclass, pg_catalog.jsonb, pg_catalog.text, pg_catalog.text) IS
+    'move the row with this key to to_state from any state the column''s machine allows';
+
+CREATE FUNCTION @extschema@.guard_trigger()
+RETURNS trigger AS 'MODULE_PATHNAME', 'inbox_guard_trigger'
+LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY INVOKER;
+COMMENT ON FUNCTION @extschema@.guard_trigger() IS
+    'trigger of a state machine installed by guard_transitions; refuses moves the machine does not allow';
+
+CREATE FUNCTION @extschema@.guard_transitions(target pg_catalog.regclass,
+                                              state_column pg_catalog.text,
+                                              edges pg_catalog.jsonb)
+RETURNS void AS 'MODULE_PATHNAME', 'inbox_guard_transitions'
+LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY INVOKER;
+COMMENT ON FUNCTION @extschema@.guard_transitions(pg_catalog.regclass, pg_catalog.text, pg_catalog.jsonb) IS
+    'install (or replace) a state machine on a column, enforced for every writer: {"FROM": ["TO", ...], ...}';
+
+CREATE FUNCTION @extschema@.unguard_transitions(target pg_catalog.regclass,
+                                                state_column pg_catalog.text)
+RETURNS boolean AS 'MODULE_PATHNAME', 'inbox_unguard_transitions'
+LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY INVOKER;
+COMMENT ON FUNCTION @extschema@.unguard_transitions(pg_catalog.regclass, pg_catalog.text) IS
+    'remove the state machine of a column; false if there was none';
+
+CREATE FUNCTION @extschema@.trigger_arguments(tgargs pg_catalog.bytea, tgnargs pg_catalog.int2)
+RETURNS pg_catalog.text[] AS 'MODULE_PATHNAME', 'inbox_trigger_arguments'
+LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION @extschema@.trigger_arguments(pg_catalog.bytea, pg_catalog.int2) IS
+    'the arguments of a trigger (pg_trigger.tgargs) as text[]';
+
+CREATE VIEW @extschema@.state_machines AS
+    SELECT t.tgrelid::pg_catalog.regclass AS target,
+           a.args[1] AS state_column,
+           a.args[2]::pg_catalog.jsonb AS edges
+      FROM pg_catalog.pg_trigger t
+     CROSS JOIN LATERAL (SELECT @extschema@.trigger_arguments(t.tgargs, t.tgnargs) AS args) a
+     WHERE t.tgfoid = '@extschema@.guard_trigger()'::pg_catalog.regprocedure;
+COMMENT ON VIEW @extschema@.state_machines IS 'the state machines installed by guard_transitions';
+GRANT SELECT ON @extschema@.state_machines TO PUBLIC;

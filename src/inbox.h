@@ -15,6 +15,8 @@
 
 #include "executor/spi.h"
 #include "fmgr.h"
+#include "utils/array.h"
+#include "utils/relcache.h"
 
 /* Longest message id we accept, in bytes; keeps claims well inside an index tuple. */
 #define INBOX_MAX_ID_BYTES 1024
@@ -71,6 +73,10 @@ extern void spi_execute_expect(SPIPlanPtr plan, Datum *values, const char *nulls
 
 /* claim.c */
 extern bool claim_one(InboxInfo *inbox, Datum message_id);
+
+/* state_machine.c */
+extern ArrayType *state_machine_sources(Relation rel, const char *column, const char *to_state,
+										Oid nspid);
 
 /* statement_cache.c */
 typedef struct StatementPlan StatementPlan;

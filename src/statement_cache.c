@@ -197,7 +197,7 @@ statement_error_callback(void *arg)
 		internalerrposition(position);
 		internalerrquery(source);
 	}
-	errcontext("statement of claim_apply");
+	errcontext("statement prepared by idempotent_inbox");
 }
 
 /*

@@ -1,0 +1,300 @@
+/*
+ * table_shape.c
+ *		What upsert, transition and guard_transitions need to know about a user's
+ *		table, read from the catalogs, and the SQL fragments built from it.
+ *
+ * Names in generated SQL come only from the catalogs and are quoted; operators are
+ * written OPERATOR(schema.op) with the operator the index or type cache names, so
+ * nothing depends on the caller's search_path and nothing a user writes is ever
+ * spliced in.  Values always travel as parameters.
+ */
+#include "postgres.h"
+
+#include "access/genam.h"
+#include "access/htup_details.h"
+#include "access/table.h"
+#include "catalog/pg_index.h"
+#include "catalog/pg_operator.h"
+#include "utils/builtins.h"
+#include "utils/jsonb.h"
+#include "utils/lsyscache.h"
+#include "utils/rel.h"
+#include "utils/syscache.h"
+#include "utils/typcache.h"
+
+#include "table_shape.h"
+
+/* Only plain and partitioned tables hold rows we can upsert or guard. */
+static void
+CheckIsTable(Relation rel)
+{
+	char		kind = rel->rd_rel->relkind;
+
+	if (kind != RELKIND_RELATION && kind != RELKIND_PARTITIONED_TABLE)
+		ereport(ERROR,
+				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+				 errmsg("\"%s\" is not a table", RelationGetRelationName(rel))));
+}
+
+Relation
+shape_open(FunctionCallInfo fcinfo, int argno, LOCKMODE lockmode)
+{
+	Relation	rel;
+
+	if (PG_ARGISNULL(argno))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("target must not be null")));
+	rel = table_open(PG_GETARG_OID(argno), lockmode);
+	CheckIsTable(rel);
+	return rel;
+}
+
+char *
+shape_qualname(Relation rel)
+{
+	return quote_qualified_identifier(get_namespace_name(RelationGetNamespace(rel)),
+									  RelationGetRelationName(rel));
+}
+
+/* The attribute number of a user column, or 42703 naming the table. */
+AttrNumber
+shape_column(Relation rel, const char *name)
+{
+	TupleDesc	desc = RelationGetDescr(rel);
+
+	for (int i = 0; i < desc->natts; i++)
+	{
+		Form_pg_attribute att = TupleDescAttr(desc, i);
+
+		if (!att->attisdropped && strcmp(NameStr(att->attname), name) == 0)
+			return att->attnum;
+	}
+	ereport(ERROR,
+			(errcode(ERRCODE_UNDEFINED_COLUMN),
+			 errmsg("column \"%s\" of relation \"%s\" does not exist",
+					name, RelationGetRelationName(rel))));
+	return InvalidAttrNumber;	/* keep compiler quiet */
+}
+
+const char *
+shape_column_name(Relation rel, AttrNumber attnum)
+{
+	return quote_identifier(NameStr(TupleDescAttr(RelationGetDescr(rel), attnum - 1)->attname));
+}
+
+Oid
+shape_column_type(Relation rel, AttrNumber attnum)
+{
+	return TupleDescAttr(RelationGetDescr(rel), attnum - 1)->atttypid;
+}
+
+/* Rows, keys and machines given as jsonb are objects: a scalar or an array names nothing. */
+static void
+CheckJsonbObject(Jsonb *value, const char *argname, const char *example)
+{
+	if (!JB_ROOT_IS_OBJECT(value))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("%s must be a jsonb object", argname),
+				 errhint("Pass an object such as '%s'.", example)));
+}
+
+Jsonb *
+shape_jsonb_arg(FunctionCallInfo fcinfo, int argno, const char *argname, const char *example)
+{
+	Jsonb	   *value;
+
+	if (PG_ARGISNULL(argno))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("%s must not be null", argname)));
+	value = PG_GETARG_JSONB_P(argno);
+	CheckJsonbObject(value, argname, example);
+	return value;
+}
+
+/* The columns an object's top-level keys name; each must exist. */
+Bitmapset *
+shape_jsonb_columns(Relation rel, Jsonb *object)
+{
+	JsonbIterator *it = JsonbIteratorInit(&object->root);
+	JsonbValue	v;
+	JsonbIteratorToken tok;
+	Bitmapset  *columns = NULL;
+
+	while ((tok = JsonbIteratorNext(&it, &v, true)) != WJB_DONE)
+	{
+		if (tok == WJB_KEY)
+		{
+			char	   *name = pnstrdup(v.val.string.val, v.val.string.len);
+
+			columns = bms_add_member(columns, shape_column(rel, name));
+		}
+	}
+	return columns;
+}
+
+/* The key columns of a unique index, when they are plain columns and it is usable as an arbiter. */
+static Bitmapset *
+index_key_columns(Relation index)
+{
+	Form_pg_index form = index->rd_index;
+	Bitmapset  *columns = NULL;
+
+	if (!form->indisunique || !form->indimmediate || !form->indisvalid ||
+		!heap_attisnull(index->rd_indextuple, Anum_pg_index_indpred, NULL) ||
+		!heap_attisnull(index->rd_indextuple, Anum_pg_index_indexprs, NULL))
+		return NULL;
+	for (int i = 0; i < form->indnkeyatts; i++)
+		columns = bms_add_member(columns, form->indkey.values[i]);
+	return columns;
+}
+
+static char *
+column_list_text(Relation rel, Bitmapset *columns)
+{
+	StringInfoData buf;
+	int			attnum = -1;
+
+	initStringInfo(&buf);
+	while ((attnum = bms_next_member(columns, attnum)) >= 0)
+		appendStringInfo(&buf, "%s%s", buf.len > 0 ? ", " : "",
+						 NameStr(TupleDescAttr(RelationGetDescr(rel), attnum - 1)->attname));
+	return buf.data;
+}
+
+/*
+ * The unique index whose key columns are exactly `columns` (any order), or the
+ * primary key when `columns` is NULL.  Raises a clear error when there is none,
+ * since without one neither ON CONFLICT nor "the row with this key" means anything.
+ */
+Oid
+shape_unique_key(Relation rel, Bitmapset *columns)
+{
+	List	   *indexes;
+	ListCell   *lc;
+	Oid			found = InvalidOid;
+
+	if (columns == NULL)
+	{
+		Oid			pk = RelationGetPrimaryKeyIndex(rel);
+
+		if (!OidIsValid(pk))
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_COLUMN_REFERENCE),
+					 errmsg("table \"%s\" has no primary key", RelationGetRelationName(rel)),
+					 errhint("Name the columns of a unique constraint as the key.")));
+		return pk;
+	}
+
+	indexes = RelationGetIndexList(rel);
+	foreach(lc, indexes)
+	{
+		Relation	index = index_open(lfirst_oid(lc), AccessShareLock);
+		Bitmapset  *keys = index_key_columns(index);
+
+		if (keys != NULL && bms_equal(keys, columns))
+			found = RelationGetRelid(index);
+		index_close(index, AccessShareLock);
+		if (OidIsValid(found))
+			break;
+	}
+	list_free(indexes);
+
+	if (!OidIsValid(found))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_COLUMN_REFERENCE),
+				 errmsg("columns (%s) of \"%s\" are not a primary key or unique constraint",
+						column_list_text(rel, columns), RelationGetRelationName(rel)),
+				 errhint("A key must be exactly the columns of a primary key or of a non-partial unique constraint.")));
+	return found;
+}
+
+Bitmapset *
+shape_index_columns(Oid indexoid)
+{
+	Relation	index = index_open(indexoid, AccessShareLock);
+	Bitmapset  *columns = NULL;
+
+	for (int i = 0; i < index->rd_index->indnkeyatts; i++)
+		columns = bms_add_member(columns, index->rd_index->indkey.values[i]);
+	index_close(index, AccessShareLock);
+	return columns;
+}
+
+/* OPERATOR(schema.name), the only way to name an operator independent of search_path. */
+char *
+shape_operator(Oid opno)
+{
+	HeapTuple	tuple = SearchSysCache1(OPEROID, ObjectIdGetDatum(opno));
+	Form_pg_operator form;
+	char	   *result;
+
+	if (!HeapTupleIsValid(tuple))
+		elog(ERROR, "cache lookup failed for operator %u", opno);
+	form = (Form_pg_operator) GETSTRUCT(tuple);
+	result = psprintf("OPERATOR(%s.%s)", quote_identifier(get_namespace_name(form->oprnamespace)),
+					  NameStr(form->oprname));
+	ReleaseSysCache(tuple);
+	return result;
+}
+
+/* The ordering operator of a column's type, for version comparisons. */
+char *
+shape_less_than(Relation rel, AttrNumber attnum)
+{
+	Oid			type = shape_column_type(rel, attnum);
+	TypeCacheEntry *entry = lookup_type_cache(type, TYPECACHE_LT_OPR);
+
+	if (!OidIsValid(entry->lt_opr))
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_FUNCTION),
+				 errmsg("column \"%s\" of type %s has no ordering to compare versions with",
+						NameStr(TupleDescAttr(RelationGetDescr(rel), attnum - 1)->attname),
+						format_type_be(type))));
+	return shape_operator(entry->lt_opr);
+}
+
+/*
+ * "l.k1 OPERATOR(...) r.k1 AND ...": the key columns of an index compared with the
+ * index's own equality operators, so that the comparison can use the index.
+ */
+void
+shape_append_key_match(StringInfo buf, Oid indexoid, const char *left, const char *right)
+{
+	Relation	index = index_open(indexoid, AccessShareLock);
+	Relation	heap = RelationIdGetRelation(index->rd_index->indrelid);
+
+	for (int i = 0; i < index->rd_index->indnkeyatts; i++)
+	{
+		AttrNumber	attnum = index->rd_index->indkey.values[i];
+		Oid			type = index->rd_opcintype[i];
+		Oid			eq = get_opfamily_member(index->rd_opfamily[i], type, type,
+											 BTEqualStrategyNumber);
+		const char *column = shape_column_name(heap, attnum);
+
+		if (!OidIsValid(eq))
+			elog(ERROR, "no equality operator in operator family %u", index->rd_opfamily[i]);
+		appendStringInfo(buf, "%s%s.%s %s %s.%s", i > 0 ? " AND " : "", left, column,
+						 shape_operator(eq), right, column);
+	}
+	RelationClose(heap);
+	index_close(index, AccessShareLock);
+}
+
+/* "p.c1, p.c2" for the columns in attnum order; prefix may be NULL. */
+void
+shape_append_columns(StringInfo buf, Relation rel, Bitmapset *columns, const char *prefix)
+{
+	int			attnum = -1;
+	bool		first = true;
+
+	while ((attnum = bms_next_member(columns, attnum)) >= 0)
+	{
+		appendStringInfo(buf, "%s%s%s%s", first ? "" : ", ",
+						 prefix ? prefix : "", prefix ? "." : "",
+						 shape_column_name(rel, attnum));
+		first = false;
+	}
+}

@@ -1,0 +1,35 @@
+/*
+ * table_shape.h
+ *		Catalog facts about a user's table and SQL fragments built from them
+ *		(table_shape.c); shared by upsert, transition and the state machines.
+ */
+#ifndef INBOX_TABLE_SHAPE_H
+#define INBOX_TABLE_SHAPE_H
+
+#include "postgres.h"
+
+#include "fmgr.h"
+#include "lib/stringinfo.h"
+#include "nodes/bitmapset.h"
+#include "storage/lockdefs.h"
+#include "utils/jsonb.h"
+#include "utils/relcache.h"
+
+extern Relation shape_open(FunctionCallInfo fcinfo, int argno, LOCKMODE lockmode);
+extern char *shape_qualname(Relation rel);
+extern AttrNumber shape_column(Relation rel, const char *name);
+extern const char *shape_column_name(Relation rel, AttrNumber attnum);
+extern Oid	shape_column_type(Relation rel, AttrNumber attnum);
+extern Jsonb *shape_jsonb_arg(FunctionCallInfo fcinfo, int argno, const char *argname,
+							  const char *example);
+extern Bitmapset *shape_jsonb_columns(Relation rel, Jsonb *object);
+extern Oid	shape_unique_key(Relation rel, Bitmapset *columns);
+extern Bitmapset *shape_index_columns(Oid indexoid);
+extern char *shape_operator(Oid opno);
+extern char *shape_less_than(Relation rel, AttrNumber attnum);
+extern void shape_append_key_match(StringInfo buf, Oid indexoid, const char *left,
+								   const char *right);
+extern void shape_append_columns(StringInfo buf, Relation rel, Bitmapset *columns,
+								 const char *prefix);
+
+#endif							/* INBOX_TABLE_SHAPE_H */

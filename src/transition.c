@@ -1,0 +1,175 @@
+/*
+ * transition.c
+ *		inbox.transition: an absolute state change guarded by the current state, so
+ *		that a redelivered "move to PAID" is a harmless replay.
+ *
+ * Outcomes:
+ *	moved		the row was in one of from_states and is now in to_state
+ *	already		the row is already in to_state (an idempotent replay; no write)
+ *	rejected	the row is in a state not listed
+ *	missing		no row has the key
+ *
+ * One guarded UPDATE does the move.  When it matches nothing, a second read says
+ * why.  Under READ COMMITTED, sessions racing to move one row queue on its row
+ * lock; the losers re-check the state after the winner commits, find to_state, and
+ * answer already.  Under REPEATABLE READ and SERIALIZABLE they get 40001.
+ *
+ * Without from_states the allowed sources come from the state machine that
+ * guard_transitions installed on the column.
+ */
+#include "postgres.h"
+
+#include "access/table.h"
+#include "catalog/pg_type.h"
+#include "executor/spi.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+#include "utils/jsonb.h"
+#include "utils/lsyscache.h"
+#include "utils/rel.h"
+
+#include "inbox.h"
+#include "table_shape.h"
+
+/* A state to move to is a real value of the column's type: the type says so. */
+static Datum
+state_value(Relation rel, AttrNumber attnum, const char *state)
+{
+	Oid			typinput;
+	Oid			typioparam;
+	Form_pg_attribute att = TupleDescAttr(RelationGetDescr(rel), attnum - 1);
+
+	getTypeInputInfo(att->atttypid, &typinput, &typioparam);
+	return OidInputFunctionCall(typinput, unconstify(char *, state), typioparam, att->atttypmod);
+}
+
+/* The key names a row by exactly the columns of a unique constraint. */
+static Oid
+key_index(Relation rel, Jsonb *key)
+{
+	Bitmapset  *columns = shape_jsonb_columns(rel, key);
+
+	if (columns == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("key must name the columns of a primary key or unique constraint"),
+				 errhint("Pass an object such as '{\"id\": 1}'.")));
+	return shape_unique_key(rel, columns);
+}
+
+static char *
+text_arg(FunctionCallInfo fcinfo, int argno, const char *argname)
+{
+	if (PG_ARGISNULL(argno))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("%s must not be null", argname)));
+	return text_to_cstring(PG_GETARG_TEXT_PP(argno));
+}
+
+/* from_states as given, or from the column's state machine. */
+static ArrayType *
+source_states(FunctionCallInfo fcinfo, int argno, Relation rel, const char *column,
+			  const char *to_state)
+{
+	ArrayType  *sources;
+
+	if (argno >= 0 && !PG_ARGISNULL(argno))
+	{
+		sources = PG_GETARG_ARRAYTYPE_P(argno);
+		if (array_contains_nulls(sources))
+			ereport(ERROR,
+					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+					 errmsg("from_states must not contain nulls")));
+		return sources;
+	}
+
+	sources = state_machine_sources(rel, column, to_state, get_func_namespace(fcinfo->flinfo->fn_oid));
+	if (sources == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("from_states must not be null: column %s of \"%s\" has no state machine",
+						quote_identifier(column), RelationGetRelationName(rel)),
+				 errhint("Pass the states the row may move from, or install a machine with inbox.guard_transitions().")));
+	return sources;
+}
+
+static char *
+move_sql(const char *qualname, const char *column, Oid keyindex)
+{
+	StringInfoData sql;
+
+	initStringInfo(&sql);
+	appendStringInfo(&sql,
+					 "UPDATE %s AS t SET %s = $2 "
+					 "FROM pg_catalog.jsonb_populate_record(NULL::%s, $1) AS r WHERE ",
+					 qualname, column, qualname);
+	shape_append_key_match(&sql, keyindex, "t", "r");
+	appendStringInfo(&sql,
+					 " AND t.%s::pg_catalog.text OPERATOR(pg_catalog.=) ANY ($3) RETURNING 1",
+					 column);
+	return sql.data;
+}
+
+static char *
+look_sql(const char *qualname, const char *column, Oid keyindex)
+{
+	StringInfoData sql;
+
+	initStringInfo(&sql);
+	appendStringInfo(&sql,
+					 "SELECT t.%s::pg_catalog.text FROM %s AS t, "
+					 "pg_catalog.jsonb_populate_record(NULL::%s, $1) AS r WHERE ",
+					 column, qualname, qualname);
+	shape_append_key_match(&sql, keyindex, "t", "r");
+	return sql.data;
+}
+
+PG_FUNCTION_INFO_V1(inbox_transition);
+Datum
+inbox_transition(PG_FUNCTION_ARGS)
+{
+	bool		explicit_sources = PG_NARGS() == 5;
+	int			to_arg = explicit_sources ? 4 : 3;
+	Relation	rel = shape_open(fcinfo, 0, RowExclusiveLock);
+	Jsonb	   *key = shape_jsonb_arg(fcinfo, 1, "key", "{\"id\": 1}");
+	char	   *column = text_arg(fcinfo, 2, "state_column");
+	AttrNumber	attnum = shape_column(rel, column);
+	char	   *to_state = text_arg(fcinfo, to_arg, "to_state");
+	Oid			keyindex = key_index(rel, key);
+	ArrayType  *sources = source_states(fcinfo, explicit_sources ? 3 : -1, rel, column, to_state);
+	char	   *qualname = shape_qualname(rel);
+	const char *quoted = shape_column_name(rel, attnum);
+	Oid			move_types[3] = {JSONBOID, shape_column_type(rel, attnum), TEXTARRAYOID};
+	Datum		move_values[3] = {JsonbPGetDatum(key), state_value(rel, attnum, to_state),
+								  PointerGetDatum(sources)};
+	char		nulls[3] = {' ', ' ', ' '};
+	Oid			look_types[1] = {JSONBOID};
+	StatementPlan *statement;
+	const char *outcome;
+
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+
+	statement = statement_cache_get(move_sql(qualname, quoted, keyindex), 3, move_types);
+	statement_execute(statement, move_values, nulls);
+	if (SPI_processed > 0)
+		outcome = "moved";
+	else
+	{
+		statement = statement_cache_get(look_sql(qualname, quoted, keyindex), 1, look_types);
+		statement_execute(statement, move_values, nulls);
+		if (SPI_processed == 0)
+			outcome = "missing";
+		else
+		{
+			char	   *current = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
+
+			outcome = (current != NULL && strcmp(current, to_state) == 0) ? "already" : "rejected";
+		}
+	}
+	SPI_finish();
+	table_close(rel, NoLock);
+
+	PG_RETURN_DATUM(enum_label(get_func_rettype(fcinfo->flinfo->fn_oid), outcome));
+}

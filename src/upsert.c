@@ -1,0 +1,310 @@
+/*
+ * upsert.c
+ *		inbox.upsert and inbox.upsert_row: an idempotent write of a whole or partial
+ *		row, keyed by the primary key or by the columns of a unique constraint.
+ *
+ * Outcomes:
+ *	inserted	no row had the key
+ *	updated		the row differed and was changed
+ *	unchanged	the row already held these values (no version column)
+ *	stale		with a version column: the stored version is newer or equal
+ *
+ * A replay must write nothing: no new row version, no row lock, no trigger.  So the
+ * stored row is read first and compared byte for byte (record image equality, which
+ * needs no equality operator per type; the casts to record keep the parser from
+ * turning it into a column-by-column comparison); only a row that is missing or differs goes
+ * to INSERT ... ON CONFLICT DO UPDATE, whose WHERE repeats the same test so that a
+ * concurrent writer between the two statements is still handled right.  Racing
+ * upserts of one new key both succeed: ON CONFLICT turns the loser into an update.
+ *
+ * Columns absent from new_row keep their stored values on update and take their
+ * defaults on insert; present ones are converted by jsonb_populate_record, that is
+ * by the column types' own input rules.
+ */
+#include "postgres.h"
+
+#include "access/table.h"
+#include "catalog/pg_type.h"
+#include "executor/spi.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+#include "utils/jsonb.h"
+#include "utils/lsyscache.h"
+#include "utils/rel.h"
+
+#include "inbox.h"
+#include "table_shape.h"
+
+typedef struct UpsertPlan
+{
+	Relation	rel;
+	char	   *qualname;
+	Bitmapset  *present;		/* columns named by new_row */
+	Bitmapset  *keys;			/* columns of the arbiter index */
+	Oid			keyindex;
+	AttrNumber	version;		/* or InvalidAttrNumber */
+} UpsertPlan;
+
+/* The key given as column names, or NULL for the primary key. */
+static Bitmapset *
+key_argument(FunctionCallInfo fcinfo, int argno, Relation rel)
+{
+	ArrayType  *array;
+	Datum	   *names;
+	bool	   *nulls;
+	int			n;
+	Bitmapset  *columns = NULL;
+
+	if (PG_ARGISNULL(argno))
+		return NULL;
+	array = PG_GETARG_ARRAYTYPE_P(argno);
+	deconstruct_array(array, TEXTOID, -1, false, TYPALIGN_INT, &names, &nulls, &n);
+	if (n == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("key must name at least one column"),
+				 errhint("Pass NULL to use the primary key.")));
+	for (int i = 0; i < n; i++)
+	{
+		if (nulls[i])
+			ereport(ERROR,
+					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+					 errmsg("key column names must not be null")));
+		columns = bms_add_member(columns, shape_column(rel, TextDatumGetCString(names[i])));
+	}
+	return columns;
+}
+
+/* Without the key, new_row names no row: refuse it rather than insert a half row. */
+static void
+CheckRowHasKey(UpsertPlan *plan)
+{
+	int			attnum = -1;
+
+	while ((attnum = bms_next_member(plan->keys, attnum)) >= 0)
+		if (!bms_is_member(attnum, plan->present))
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("new_row must contain the key column %s",
+							shape_column_name(plan->rel, attnum))));
+}
+
+/* Last-writer-wins needs the writer's version, and a real one. */
+static void
+CheckRowHasVersion(UpsertPlan *plan, Jsonb *row)
+{
+	const char *name;
+	JsonbValue *value;
+
+	if (plan->version == InvalidAttrNumber)
+		return;
+	name = NameStr(TupleDescAttr(RelationGetDescr(plan->rel), plan->version - 1)->attname);
+	value = getKeyJsonValueFromContainer(&row->root, name, strlen(name), NULL);
+	if (value == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("new_row must contain the version column %s", quote_identifier(name))));
+	if (value->type == jbvNull)
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("version column %s of new_row must not be null", quote_identifier(name))));
+}
+
+/*
+ * Read the stored row: one row of (same, stale) when the key exists.  A stored
+ * NULL version is older than any version.
+ */
+static char *
+probe_sql(UpsertPlan *plan)
+{
+	StringInfoData sql;
+
+	initStringInfo(&sql);
+	appendStringInfoString(&sql, "SELECT ROW(");
+	shape_append_columns(&sql, plan->rel, plan->present, "t");
+	appendStringInfoString(&sql, ")::pg_catalog.record OPERATOR(pg_catalog.*=) ROW(");
+	shape_append_columns(&sql, plan->rel, plan->present, "r");
+	appendStringInfoString(&sql, ")::pg_catalog.record");
+	if (plan->version != InvalidAttrNumber)
+	{
+		const char *v = shape_column_name(plan->rel, plan->version);
+
+		appendStringInfo(&sql, ", t.%s IS NOT NULL AND NOT (t.%s %s r.%s)",
+						 v, v, shape_less_than(plan->rel, plan->version), v);
+	}
+	appendStringInfo(&sql, " FROM %s AS t, pg_catalog.jsonb_populate_record(NULL::%s, $1) AS r WHERE ",
+					 plan->qualname, plan->qualname);
+	shape_append_key_match(&sql, plan->keyindex, "t", "r");
+	return sql.data;
+}
+
+/* Insert, or update when different (and newer); RETURNING tells insert from update. */
+static char *
+write_sql(UpsertPlan *plan)
+{
+	StringInfoData sql;
+	Bitmapset  *updated = bms_difference(plan->present, plan->keys);
+	int			attnum = -1;
+	bool		first = true;
+
+	initStringInfo(&sql);
+	appendStringInfo(&sql, "INSERT INTO %s AS t (", plan->qualname);
+	shape_append_columns(&sql, plan->rel, plan->present, NULL);
+	appendStringInfoString(&sql, ") SELECT ");
+	shape_append_columns(&sql, plan->rel, plan->present, "r");
+	appendStringInfo(&sql, " FROM pg_catalog.jsonb_populate_record(NULL::%s, $1) AS r ON CONFLICT (",
+					 plan->qualname);
+	shape_append_columns(&sql, plan->rel, plan->keys, NULL);
+	appendStringInfoString(&sql, ") ");
+
+	if (bms_is_empty(updated))
+		appendStringInfoString(&sql, "DO NOTHING");
+	else
+	{
+		appendStringInfoString(&sql, "DO UPDATE SET ");
+		while ((attnum = bms_next_member(updated, attnum)) >= 0)
+		{
+			const char *c = shape_column_name(plan->rel, attnum);
+
+			appendStringInfo(&sql, "%s%s = EXCLUDED.%s", first ? "" : ", ", c, c);
+			first = false;
+		}
+		appendStringInfoString(&sql, " WHERE NOT (ROW(");
+		shape_append_columns(&sql, plan->rel, plan->present, "t");
+		appendStringInfoString(&sql, ")::pg_catalog.record OPERATOR(pg_catalog.*=) ROW(");
+		shape_append_columns(&sql, plan->rel, plan->present, "EXCLUDED");
+		appendStringInfoString(&sql, ")::pg_catalog.record)");
+		if (plan->version != InvalidAttrNumber)
+		{
+			const char *v = shape_column_name(plan->rel, plan->version);
+
+			appendStringInfo(&sql, " AND (t.%s IS NULL OR t.%s %s EXCLUDED.%s)",
+							 v, v, shape_less_than(plan->rel, plan->version), v);
+		}
+	}
+	appendStringInfoString(&sql, " RETURNING t.xmax::pg_catalog.text OPERATOR(pg_catalog.=) '0'");
+	return sql.data;
+}
+
+static bool
+result_bool(int column)
+{
+	bool		isnull;
+	Datum		value = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, column, &isnull);
+
+	return !isnull && DatumGetBool(value);
+}
+
+static const char *
+run_upsert(UpsertPlan *plan, Jsonb *row)
+{
+	Oid			argtypes[1] = {JSONBOID};
+	Datum		values[1] = {JsonbPGetDatum(row)};
+	char		nulls[1] = {' '};
+	StatementPlan *statement;
+	bool		versioned = plan->version != InvalidAttrNumber;
+	const char *outcome;
+
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+
+	statement = statement_cache_get(probe_sql(plan), 1, argtypes);
+	statement_execute(statement, values, nulls);
+	if (SPI_processed == 1 && versioned && result_bool(2))
+		outcome = "stale";
+	else if (SPI_processed == 1 && result_bool(1))
+		outcome = "unchanged";
+	else
+	{
+		statement = statement_cache_get(write_sql(plan), 1, argtypes);
+		statement_execute(statement, values, nulls);
+		if (SPI_processed == 1)
+			outcome = result_bool(1) ? "inserted" : "updated";
+		else
+			outcome = versioned ? "stale" : "unchanged";	/* lost a race to an equal write */
+	}
+	SPI_finish();
+	return outcome;
+}
+
+/* key and version_column are arguments keyarg and keyarg + 1. */
+static Datum
+upsert_common(FunctionCallInfo fcinfo, Relation rel, Jsonb *row, int keyarg)
+{
+	UpsertPlan	plan;
+	const char *outcome;
+
+	plan.rel = rel;
+	plan.qualname = shape_qualname(rel);
+	plan.present = shape_jsonb_columns(rel, row);
+	plan.keyindex = shape_unique_key(rel, key_argument(fcinfo, keyarg, rel));
+	plan.keys = shape_index_columns(plan.keyindex);
+	plan.version = PG_ARGISNULL(keyarg + 1) ? InvalidAttrNumber :
+		shape_column(rel, text_to_cstring(PG_GETARG_TEXT_PP(keyarg + 1)));
+	CheckRowHasKey(&plan);
+	CheckRowHasVersion(&plan, row);
+
+	outcome = run_upsert(&plan, row);
+	table_close(rel, NoLock);
+
+	PG_RETURN_DATUM(enum_label(get_func_rettype(fcinfo->flinfo->fn_oid), outcome));
+}
+
+PG_FUNCTION_INFO_V1(inbox_upsert);
+Datum
+inbox_upsert(PG_FUNCTION_ARGS)
+{
+	Relation	rel = shape_open(fcinfo, 0, RowExclusiveLock);
+	Jsonb	   *row = shape_jsonb_arg(fcinfo, 1, "new_row", "{\"id\": 1, \"status\": \"PAID\"}");
+
+	return upsert_common(fcinfo, rel, row, 2);
+}
+
+/* A row of the table's own type: every column is present. */
+static Jsonb *
+row_to_jsonb(Datum row, Oid rowtype)
+{
+	Oid			argtypes[1] = {rowtype};
+	Datum		values[1] = {row};
+	char		nulls[1] = {' '};
+	StatementPlan *statement;
+	bool		isnull;
+	Jsonb	   *result;
+
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	statement = statement_cache_get("SELECT pg_catalog.to_jsonb($1)", 1, argtypes);
+	statement_execute(statement, values, nulls);
+	result = DatumGetJsonbP(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+	result = (Jsonb *) SPI_datumTransfer(PointerGetDatum(result), false, -1);
+	SPI_finish();
+	return result;
+}
+
+/*
+ * upsert_row(new_row, key, version_column): the target is the table whose row type
+ * new_row has.  (An overload of upsert taking a row would make every call with an
+ * untyped jsonb literal ambiguous, hence the name.)
+ */
+PG_FUNCTION_INFO_V1(inbox_upsert_row);
+Datum
+inbox_upsert_row(PG_FUNCTION_ARGS)
+{
+	Oid			rowtype = get_fn_expr_argtype(fcinfo->flinfo, 0);
+	Oid			relid = OidIsValid(rowtype) ? get_typ_typrelid(rowtype) : InvalidOid;
+	Relation	rel;
+
+	if (PG_ARGISNULL(0))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("new_row must not be null")));
+	if (!OidIsValid(relid))
+		ereport(ERROR,
+				(errcode(ERRCODE_DATATYPE_MISMATCH),
+				 errmsg("new_row must be a row of a table, not of type %s",
+						OidIsValid(rowtype) ? format_type_be(rowtype) : "unknown"),
+				 errhint("Write it as a row of the table's type, such as ROW(...)::payments.")));
+
+	rel = table_open(relid, RowExclusiveLock);
+	return upsert_common(fcinfo, rel, row_to_jsonb(PG_GETARG_DATUM(0), rowtype), 1);
+}
