@@ -32,7 +32,15 @@ SELECT inbox.claim('app.events', md5('e2')::uuid);
 SELECT inbox.claim('offsets', 1::bigint);
 SELECT inbox.claim('offsets', -5::bigint);
 SELECT inbox.claim('offsets', 9223372036854775807::bigint);
+CREATE TABLE app.payments (id int PRIMARY KEY, status text NOT NULL);
+INSERT INTO app.payments VALUES (1, 'PENDING'), (2, 'PAID');
+SELECT inbox.guard_transitions('app.payments', 'status',
+    '{"PENDING": ["PAID"], "PAID": ["SHIPPED"]}');
 });
+
+# A state machine lives in its trigger, so a dump carries it.
+my $machines = q{
+SELECT target, state_column, edges FROM inbox.state_machines ORDER BY 1::text, 2};
 
 my $inbox_list = q{
 SELECT inbox, key_type, retention FROM inbox.inboxes ORDER BY inbox::text};
@@ -99,6 +107,15 @@ foreach my $db ('from_plain', 'from_custom')
 		"f\nf\nf\nf\nf\nt\nt\nt",
 		"$db: restored claims are duplicates, fresh ids are claimed");
 	is(query($db, $counts), '4,3,4', "$db: one new claim per fresh id");
+	is(query($db, $machines), query('source', $machines),
+		"$db: same state machines");
+	my ($rc, $out, $err) = $node->psql($db,
+		q{UPDATE app.payments SET status = 'PENDING' WHERE id = 2});
+	like($err, qr/illegal state transition from "PAID" to "PENDING"/,
+		"$db: the restored machine refuses an illegal UPDATE");
+	is( query($db,
+			q{SELECT inbox.transition('app.payments', '{"id": 1}', 'status', 'PAID')}),
+		'moved', "$db: transition takes its sources from the restored machine");
 }
 
 # Control: the same redeliveries against empty inboxes are all fresh, so
@@ -113,6 +130,13 @@ SELECT inbox.create_inbox('offsets', 'bigint', '1 hour');
 });
 is(query('empty', $redeliveries), "t\nt\nt\nt\nt\nt\nt\nt",
 	'control: without the restored claims every id is fresh');
+
+# A machine is a trigger that uses the extension's function: DROP EXTENSION
+# refuses while one exists, rather than silently dropping the guard.
+my ($rc, $out, $err) = $node->psql('from_custom', 'DROP EXTENSION idempotent_inbox');
+like($err, qr/cannot drop extension idempotent_inbox because other objects depend on it/,
+	'DROP EXTENSION refuses while a state machine depends on it');
+query('from_custom', q{SELECT inbox.unguard_transitions('app.payments', 'status')});
 
 # Removing the extension must not take the consumer's history with it.
 my $before = query('from_custom', $claims);
