@@ -142,6 +142,19 @@ SELECT inbox.upsert('payments', '{"id": 10, "amount": 1}');
 SELECT inbox.upsert('payments', '{"id": 10, "amount": 1}');
 SELECT inbox.upsert('payments', '{"id": 10, "amount": 2}');
 RESET ROLE;
+-- Under row-level security the stored row is read with a SELECT, which applies
+-- the policies: rows the role may not see are not its to upsert.
+ALTER TABLE payments ENABLE ROW LEVEL SECURITY;
+CREATE POLICY own_rows ON payments USING (id >= 10);
+SET ROLE regress_upserter;
+SELECT inbox.upsert('payments', '{"id": 10, "amount": 2}');
+SELECT inbox.upsert('payments', '{"id": 10, "amount": 3}');
+SELECT inbox.upsert('payments', '{"id": 11, "amount": 1}'), inbox.upsert('payments', '{"id": 11, "amount": 1}');
+SELECT inbox.upsert('payments', '{"id": 1, "amount": 1}');
+\echo :SQLSTATE
+RESET ROLE;
+DROP POLICY own_rows ON payments;
+ALTER TABLE payments DISABLE ROW LEVEL SECURITY;
 REVOKE ALL ON payments, writes FROM regress_upserter;
 DROP ROLE regress_upserter;
 

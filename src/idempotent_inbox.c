@@ -17,6 +17,7 @@ _PG_init(void)
 {
 	registry_init();
 	statement_cache_init();
+	row_values_init();
 
 	compat_reserve_guc_prefix("idempotent_inbox");
 }

@@ -16,6 +16,7 @@
 #include "executor/spi.h"
 #include "fmgr.h"
 #include "utils/array.h"
+#include "utils/jsonb.h"
 #include "utils/relcache.h"
 
 /* Longest message id we accept, in bytes; keeps claims well inside an index tuple. */
@@ -73,6 +74,15 @@ extern void spi_execute_expect(SPIPlanPtr plan, Datum *values, const char *nulls
 
 /* claim.c */
 extern bool claim_one(InboxInfo *inbox, Datum message_id);
+
+/* row_fetch.c */
+extern bool row_fetch_allowed(Relation rel);
+extern bool row_fetch(Relation rel, Oid keyindex, const Datum *row, const bool *rownulls,
+					  Datum *stored, bool *storednulls);
+
+/* row_values.c */
+extern void row_values_init(void);
+extern void row_values_from_jsonb(Relation rel, Jsonb *object, Datum *values, bool *nulls);
 
 /* state_machine.c */
 extern ArrayType *state_machine_sources(Relation rel, const char *column, const char *to_state,

@@ -257,11 +257,12 @@ shape_less_than(Relation rel, AttrNumber attnum)
 }
 
 /*
- * "l.k1 OPERATOR(...) r.k1 AND ...": the key columns of an index compared with the
+ * "t.k1 OPERATOR(...) $3 AND ...": the key columns of an index compared with the
  * index's own equality operators, so that the comparison can use the index.
+ * params maps an attribute number to the parameter holding its value.
  */
 void
-shape_append_key_match(StringInfo buf, Oid indexoid, const char *left, const char *right)
+shape_append_key_match(StringInfo buf, Oid indexoid, const char *alias, const int *params)
 {
 	Relation	index = index_open(indexoid, AccessShareLock);
 	Relation	heap = RelationIdGetRelation(index->rd_index->indrelid);
@@ -272,15 +273,54 @@ shape_append_key_match(StringInfo buf, Oid indexoid, const char *left, const cha
 		Oid			type = index->rd_opcintype[i];
 		Oid			eq = get_opfamily_member(index->rd_opfamily[i], type, type,
 											 BTEqualStrategyNumber);
-		const char *column = shape_column_name(heap, attnum);
 
 		if (!OidIsValid(eq))
 			elog(ERROR, "no equality operator in operator family %u", index->rd_opfamily[i]);
-		appendStringInfo(buf, "%s%s.%s %s %s.%s", i > 0 ? " AND " : "", left, column,
-						 shape_operator(eq), right, column);
+		appendStringInfo(buf, "%s%s.%s %s $%d", i > 0 ? " AND " : "", alias,
+						 shape_column_name(heap, attnum), shape_operator(eq), params[attnum]);
 	}
 	RelationClose(heap);
 	index_close(index, AccessShareLock);
+}
+
+/*
+ * The columns as parameters $first.. in attnum order: fills params (indexed by
+ * attribute number) and the parameter types and values from a deformed row.
+ * Returns the number of parameters added.
+ */
+int
+shape_bind_columns(Relation rel, Bitmapset *columns, int first, int *params,
+				   Oid *types, Datum *values, char *nulls,
+				   const Datum *row, const bool *rownulls)
+{
+	int			attnum = -1;
+	int			n = 0;
+
+	while ((attnum = bms_next_member(columns, attnum)) >= 0)
+	{
+		int			p = first + n;
+
+		params[attnum] = p;
+		types[p - 1] = shape_column_type(rel, attnum);
+		values[p - 1] = row[attnum - 1];
+		nulls[p - 1] = rownulls[attnum - 1] ? 'n' : ' ';
+		n++;
+	}
+	return n;
+}
+
+/* "$1, $2" for the columns in attnum order, by their parameters. */
+void
+shape_append_params(StringInfo buf, Bitmapset *columns, const int *params)
+{
+	int			attnum = -1;
+	bool		first = true;
+
+	while ((attnum = bms_next_member(columns, attnum)) >= 0)
+	{
+		appendStringInfo(buf, "%s$%d", first ? "" : ", ", params[attnum]);
+		first = false;
+	}
 }
 
 /* "p.c1, p.c2" for the columns in attnum order; prefix may be NULL. */

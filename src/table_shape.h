@@ -27,8 +27,12 @@ extern Oid	shape_unique_key(Relation rel, Bitmapset *columns);
 extern Bitmapset *shape_index_columns(Oid indexoid);
 extern char *shape_operator(Oid opno);
 extern char *shape_less_than(Relation rel, AttrNumber attnum);
-extern void shape_append_key_match(StringInfo buf, Oid indexoid, const char *left,
-								   const char *right);
+extern void shape_append_key_match(StringInfo buf, Oid indexoid, const char *alias,
+								   const int *params);
+extern int	shape_bind_columns(Relation rel, Bitmapset *columns, int first, int *params,
+							   Oid *types, Datum *values, char *nulls,
+							   const Datum *row, const bool *rownulls);
+extern void shape_append_params(StringInfo buf, Bitmapset *columns, const int *params);
 extern void shape_append_columns(StringInfo buf, Relation rel, Bitmapset *columns,
 								 const char *prefix);
 

@@ -9,7 +9,8 @@
  *	rejected	the row is in a state not listed
  *	missing		no row has the key
  *
- * One guarded UPDATE does the move.  When it matches nothing, a second read says
+ * One guarded UPDATE does the move, with the key's values (converted as
+ * jsonb_populate_record would) as typed parameters.  When it matches nothing, a second read says
  * why.  Under READ COMMITTED, sessions racing to move one row queue on its row
  * lock; the losers re-check the state after the winner commits, find to_state, and
  * answer already.  Under REPEATABLE READ and SERIALIZABLE they get 40001.
@@ -94,34 +95,29 @@ source_states(FunctionCallInfo fcinfo, int argno, Relation rel, const char *colu
 	return sources;
 }
 
+/* The key columns are $1..$k; the new state is $k+1, the sources $k+2. */
 static char *
-move_sql(const char *qualname, const char *column, Oid keyindex)
+move_sql(const char *qualname, const char *column, Oid keyindex, const int *params, int nkeys)
 {
 	StringInfoData sql;
 
 	initStringInfo(&sql);
+	appendStringInfo(&sql, "UPDATE %s AS t SET %s = $%d WHERE ", qualname, column, nkeys + 1);
+	shape_append_key_match(&sql, keyindex, "t", params);
 	appendStringInfo(&sql,
-					 "UPDATE %s AS t SET %s = $2 "
-					 "FROM pg_catalog.jsonb_populate_record(NULL::%s, $1) AS r WHERE ",
-					 qualname, column, qualname);
-	shape_append_key_match(&sql, keyindex, "t", "r");
-	appendStringInfo(&sql,
-					 " AND t.%s::pg_catalog.text OPERATOR(pg_catalog.=) ANY ($3) RETURNING 1",
-					 column);
+					 " AND t.%s::pg_catalog.text OPERATOR(pg_catalog.=) ANY ($%d) RETURNING 1",
+					 column, nkeys + 2);
 	return sql.data;
 }
 
 static char *
-look_sql(const char *qualname, const char *column, Oid keyindex)
+look_sql(const char *qualname, const char *column, Oid keyindex, const int *params)
 {
 	StringInfoData sql;
 
 	initStringInfo(&sql);
-	appendStringInfo(&sql,
-					 "SELECT t.%s::pg_catalog.text FROM %s AS t, "
-					 "pg_catalog.jsonb_populate_record(NULL::%s, $1) AS r WHERE ",
-					 column, qualname, qualname);
-	shape_append_key_match(&sql, keyindex, "t", "r");
+	appendStringInfo(&sql, "SELECT t.%s::pg_catalog.text FROM %s AS t WHERE ", column, qualname);
+	shape_append_key_match(&sql, keyindex, "t", params);
 	return sql.data;
 }
 
@@ -140,25 +136,40 @@ inbox_transition(PG_FUNCTION_ARGS)
 	ArrayType  *sources = source_states(fcinfo, explicit_sources ? 3 : -1, rel, column, to_state);
 	char	   *qualname = shape_qualname(rel);
 	const char *quoted = shape_column_name(rel, attnum);
-	Oid			move_types[3] = {JSONBOID, shape_column_type(rel, attnum), TEXTARRAYOID};
-	Datum		move_values[3] = {JsonbPGetDatum(key), state_value(rel, attnum, to_state),
-								  PointerGetDatum(sources)};
-	char		nulls[3] = {' ', ' ', ' '};
-	Oid			look_types[1] = {JSONBOID};
+	int			natts = RelationGetDescr(rel)->natts;
+	Datum	   *row = palloc(sizeof(Datum) * natts);
+	bool	   *rownulls = palloc(sizeof(bool) * natts);
+	int		   *params = palloc0(sizeof(int) * (natts + 1));
+	Bitmapset  *keycols = shape_index_columns(keyindex);
+	int			nkeys = bms_num_members(keycols);
+	Oid		   *types = palloc(sizeof(Oid) * (nkeys + 2));
+	Datum	   *values = palloc(sizeof(Datum) * (nkeys + 2));
+	char	   *nulls = palloc(sizeof(char) * (nkeys + 2));
 	StatementPlan *statement;
 	const char *outcome;
+
+	/* The key's values, then the new state and the allowed sources. */
+	row_values_from_jsonb(rel, key, row, rownulls);
+	(void) shape_bind_columns(rel, keycols, 1, params, types, values, nulls, row, rownulls);
+	types[nkeys] = shape_column_type(rel, attnum);
+	values[nkeys] = state_value(rel, attnum, to_state);
+	nulls[nkeys] = ' ';
+	types[nkeys + 1] = TEXTARRAYOID;
+	values[nkeys + 1] = PointerGetDatum(sources);
+	nulls[nkeys + 1] = ' ';
 
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
 
-	statement = statement_cache_get(move_sql(qualname, quoted, keyindex), 3, move_types);
-	statement_execute(statement, move_values, nulls);
+	statement = statement_cache_get(move_sql(qualname, quoted, keyindex, params, nkeys),
+									nkeys + 2, types);
+	statement_execute(statement, values, nulls);
 	if (SPI_processed > 0)
 		outcome = "moved";
 	else
 	{
-		statement = statement_cache_get(look_sql(qualname, quoted, keyindex), 1, look_types);
-		statement_execute(statement, move_values, nulls);
+		statement = statement_cache_get(look_sql(qualname, quoted, keyindex, params), nkeys, types);
+		statement_execute(statement, values, nulls);
 		if (SPI_processed == 0)
 			outcome = "missing";
 		else

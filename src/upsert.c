@@ -10,16 +10,19 @@
  *	stale		with a version column: the stored version is newer or equal
  *
  * A replay must write nothing: no new row version, no row lock, no trigger.  So the
- * stored row is read first and compared byte for byte (record image equality, which
- * needs no equality operator per type; the casts to record keep the parser from
- * turning it into a column-by-column comparison); only a row that is missing or differs goes
+ * stored row is read first, from the index (row_fetch.c) or, when the caller may not
+ * read the table directly, with a SELECT, and compared byte for byte (image
+ * equality, which needs no equality operator per type; in SQL the casts to record
+ * keep the parser from turning it into a column-by-column comparison); only a row that is missing or differs goes
  * to INSERT ... ON CONFLICT DO UPDATE, whose WHERE repeats the same test so that a
  * concurrent writer between the two statements is still handled right.  Racing
  * upserts of one new key both succeed: ON CONFLICT turns the loser into an update.
  *
  * Columns absent from new_row keep their stored values on update and take their
- * defaults on insert; present ones are converted by jsonb_populate_record, that is
- * by the column types' own input rules.
+ * defaults on insert; present ones are converted as jsonb_populate_record would
+ * (row_values.c) and travel as typed parameters $1..$n, in column order, so the
+ * statements are plain index lookups and inserts whose plans the statement cache
+ * keeps per table and column set.
  */
 #include "postgres.h"
 
@@ -28,9 +31,11 @@
 #include "executor/spi.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
+#include "utils/datum.h"
 #include "utils/jsonb.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
+#include "utils/typcache.h"
 
 #include "inbox.h"
 #include "table_shape.h"
@@ -43,6 +48,13 @@ typedef struct UpsertPlan
 	Bitmapset  *keys;			/* columns of the arbiter index */
 	Oid			keyindex;
 	AttrNumber	version;		/* or InvalidAttrNumber */
+	Datum	   *row;			/* new_row's values, by attribute number - 1 */
+	bool	   *rownulls;
+	int		   *params;			/* attribute number -> $n of its value */
+	int			nparams;
+	Oid		   *types;
+	Datum	   *values;
+	char	   *nulls;
 } UpsertPlan;
 
 /* The key given as column names, or NULL for the primary key. */
@@ -123,18 +135,18 @@ probe_sql(UpsertPlan *plan)
 	appendStringInfoString(&sql, "SELECT ROW(");
 	shape_append_columns(&sql, plan->rel, plan->present, "t");
 	appendStringInfoString(&sql, ")::pg_catalog.record OPERATOR(pg_catalog.*=) ROW(");
-	shape_append_columns(&sql, plan->rel, plan->present, "r");
+	shape_append_params(&sql, plan->present, plan->params);
 	appendStringInfoString(&sql, ")::pg_catalog.record");
 	if (plan->version != InvalidAttrNumber)
 	{
 		const char *v = shape_column_name(plan->rel, plan->version);
 
-		appendStringInfo(&sql, ", t.%s IS NOT NULL AND NOT (t.%s %s r.%s)",
-						 v, v, shape_less_than(plan->rel, plan->version), v);
+		appendStringInfo(&sql, ", t.%s IS NOT NULL AND NOT (t.%s %s $%d)",
+						 v, v, shape_less_than(plan->rel, plan->version),
+						 plan->params[plan->version]);
 	}
-	appendStringInfo(&sql, " FROM %s AS t, pg_catalog.jsonb_populate_record(NULL::%s, $1) AS r WHERE ",
-					 plan->qualname, plan->qualname);
-	shape_append_key_match(&sql, plan->keyindex, "t", "r");
+	appendStringInfo(&sql, " FROM %s AS t WHERE ", plan->qualname);
+	shape_append_key_match(&sql, plan->keyindex, "t", plan->params);
 	return sql.data;
 }
 
@@ -150,10 +162,9 @@ write_sql(UpsertPlan *plan)
 	initStringInfo(&sql);
 	appendStringInfo(&sql, "INSERT INTO %s AS t (", plan->qualname);
 	shape_append_columns(&sql, plan->rel, plan->present, NULL);
-	appendStringInfoString(&sql, ") SELECT ");
-	shape_append_columns(&sql, plan->rel, plan->present, "r");
-	appendStringInfo(&sql, " FROM pg_catalog.jsonb_populate_record(NULL::%s, $1) AS r ON CONFLICT (",
-					 plan->qualname);
+	appendStringInfoString(&sql, ") VALUES (");
+	shape_append_params(&sql, plan->present, plan->params);
+	appendStringInfoString(&sql, ") ON CONFLICT (");
 	shape_append_columns(&sql, plan->rel, plan->keys, NULL);
 	appendStringInfoString(&sql, ") ");
 
@@ -186,6 +197,24 @@ write_sql(UpsertPlan *plan)
 	return sql.data;
 }
 
+/* The row's values as typed parameters, one per column it names. */
+static void
+bind_row(UpsertPlan *plan, Jsonb *row)
+{
+	int			natts = RelationGetDescr(plan->rel)->natts;
+	int			n = bms_num_members(plan->present);
+
+	plan->row = palloc(sizeof(Datum) * natts);
+	plan->rownulls = palloc(sizeof(bool) * natts);
+	row_values_from_jsonb(plan->rel, row, plan->row, plan->rownulls);
+	plan->params = palloc0(sizeof(int) * (natts + 1));
+	plan->types = palloc(sizeof(Oid) * n);
+	plan->values = palloc(sizeof(Datum) * n);
+	plan->nulls = palloc(sizeof(char) * n);
+	plan->nparams = shape_bind_columns(plan->rel, plan->present, 1, plan->params, plan->types,
+									   plan->values, plan->nulls, plan->row, plan->rownulls);
+}
+
 static bool
 result_bool(int column)
 {
@@ -195,12 +224,53 @@ result_bool(int column)
 	return !isnull && DatumGetBool(value);
 }
 
-static const char *
-run_upsert(UpsertPlan *plan, Jsonb *row)
+/* Is the stored version newer than or equal to new_row's? */
+static bool
+stored_is_newer(UpsertPlan *plan, Datum stored)
 {
-	Oid			argtypes[1] = {JSONBOID};
-	Datum		values[1] = {JsonbPGetDatum(row)};
-	char		nulls[1] = {' '};
+	Form_pg_attribute att = TupleDescAttr(RelationGetDescr(plan->rel), plan->version - 1);
+	TypeCacheEntry *type = lookup_type_cache(att->atttypid, TYPECACHE_LT_OPR);
+
+	return !DatumGetBool(OidFunctionCall2Coll(get_opcode(type->lt_opr), att->attcollation,
+											  stored, plan->row[plan->version - 1]));
+}
+
+/*
+ * The same decision as probe_sql, from the index alone: "stale", "unchanged", or
+ * NULL when the row is missing or differs and must be written.
+ */
+static const char *
+decide_from_index(UpsertPlan *plan)
+{
+	TupleDesc	desc = RelationGetDescr(plan->rel);
+	Datum	   *stored = palloc(sizeof(Datum) * desc->natts);
+	bool	   *storednulls = palloc(sizeof(bool) * desc->natts);
+	int			attnum = -1;
+
+	if (!row_fetch(plan->rel, plan->keyindex, plan->row, plan->rownulls, stored, storednulls))
+		return NULL;
+
+	if (plan->version != InvalidAttrNumber && !storednulls[plan->version - 1] &&
+		stored_is_newer(plan, stored[plan->version - 1]))
+		return "stale";
+
+	while ((attnum = bms_next_member(plan->present, attnum)) >= 0)
+	{
+		Form_pg_attribute att = TupleDescAttr(desc, attnum - 1);
+		bool		a_null = storednulls[attnum - 1];
+		bool		b_null = plan->rownulls[attnum - 1];
+
+		if (a_null != b_null ||
+			(!a_null && !datum_image_eq(stored[attnum - 1], plan->row[attnum - 1],
+										att->attbyval, att->attlen)))
+			return NULL;
+	}
+	return "unchanged";
+}
+
+static const char *
+run_upsert(UpsertPlan *plan)
+{
 	StatementPlan *statement;
 	bool		versioned = plan->version != InvalidAttrNumber;
 	const char *outcome;
@@ -208,16 +278,25 @@ run_upsert(UpsertPlan *plan, Jsonb *row)
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
 
-	statement = statement_cache_get(probe_sql(plan), 1, argtypes);
-	statement_execute(statement, values, nulls);
-	if (SPI_processed == 1 && versioned && result_bool(2))
-		outcome = "stale";
-	else if (SPI_processed == 1 && result_bool(1))
-		outcome = "unchanged";
+	if (row_fetch_allowed(plan->rel))
+		outcome = decide_from_index(plan);
 	else
 	{
-		statement = statement_cache_get(write_sql(plan), 1, argtypes);
-		statement_execute(statement, values, nulls);
+		/* The caller may not read the table directly: let SELECT check and filter. */
+		statement = statement_cache_get(probe_sql(plan), plan->nparams, plan->types);
+		statement_execute(statement, plan->values, plan->nulls);
+		if (SPI_processed == 1 && versioned && result_bool(2))
+			outcome = "stale";
+		else if (SPI_processed == 1 && result_bool(1))
+			outcome = "unchanged";
+		else
+			outcome = NULL;
+	}
+
+	if (outcome == NULL)
+	{
+		statement = statement_cache_get(write_sql(plan), plan->nparams, plan->types);
+		statement_execute(statement, plan->values, plan->nulls);
 		if (SPI_processed == 1)
 			outcome = result_bool(1) ? "inserted" : "updated";
 		else
@@ -243,8 +322,9 @@ upsert_common(FunctionCallInfo fcinfo, Relation rel, Jsonb *row, int keyarg)
 		shape_column(rel, text_to_cstring(PG_GETARG_TEXT_PP(keyarg + 1)));
 	CheckRowHasKey(&plan);
 	CheckRowHasVersion(&plan, row);
+	bind_row(&plan, row);
 
-	outcome = run_upsert(&plan, row);
+	outcome = run_upsert(&plan);
 	table_close(rel, NoLock);
 
 	PG_RETURN_DATUM(enum_label(get_func_rettype(fcinfo->flinfo->fn_oid), outcome));

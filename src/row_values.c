@@ -1,0 +1,121 @@
+/*
+ * row_values.c
+ *		A jsonb object as the values of a table's columns, converted exactly as
+ *		jsonb_populate_record(NULL::table, object) converts them: by the column
+ *		types' own input rules, typmods applied, nested arrays and objects into
+ *		array and composite columns.
+ *
+ * Converting here rather than inside the generated statements lets those
+ * statements take plain typed parameters, so that they plan as simple index scans
+ * and inserts instead of function scans joined to the table.  jsonb_populate_record
+ * is called through fmgr with a call expression that tells it the row type; its
+ * per-call-site cache lives in a FmgrInfo kept per table, dropped when the table
+ * changes.
+ */
+#include "postgres.h"
+
+#include "access/htup_details.h"
+#include "catalog/pg_type.h"
+#include "nodes/makefuncs.h"
+#include "utils/fmgroids.h"
+#include "utils/hsearch.h"
+#include "utils/inval.h"
+#include "utils/memutils.h"
+#include "utils/rel.h"
+
+#include "inbox.h"
+
+typedef struct RowConverter
+{
+	Oid			relid;			/* hash key */
+	MemoryContext cxt;			/* holds the FmgrInfo, its expression and cache */
+	FmgrInfo	populate;
+} RowConverter;
+
+static HTAB *Converters = NULL;
+
+static void
+forget_converter(Datum arg, Oid relid)
+{
+	HASH_SEQ_STATUS status;
+	RowConverter *entry;
+
+	if (Converters == NULL)
+		return;
+	hash_seq_init(&status, Converters);
+	while ((entry = hash_seq_search(&status)) != NULL)
+	{
+		if (OidIsValid(relid) && entry->relid != relid)
+			continue;
+		MemoryContextDelete(entry->cxt);
+		hash_search(Converters, &entry->relid, HASH_REMOVE, NULL);
+	}
+}
+
+void
+row_values_init(void)
+{
+	HASHCTL		ctl;
+
+	ctl.keysize = sizeof(Oid);
+	ctl.entrysize = sizeof(RowConverter);
+	ctl.hcxt = CacheMemoryContext;
+	Converters = hash_create("idempotent_inbox row converters", 16, &ctl,
+							 HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+	CacheRegisterRelcacheCallback(forget_converter, (Datum) 0);
+}
+
+static RowConverter *
+converter_for(Relation rel)
+{
+	Oid			relid = RelationGetRelid(rel);
+	Oid			rowtype = rel->rd_rel->reltype;
+	RowConverter *entry;
+	bool		found;
+	MemoryContext oldcxt;
+	List	   *args;
+
+	entry = hash_search(Converters, &relid, HASH_ENTER, &found);
+	if (found)
+		return entry;
+
+	entry->cxt = AllocSetContextCreate(CacheMemoryContext, "idempotent_inbox row converter",
+									   ALLOCSET_SMALL_SIZES);
+	oldcxt = MemoryContextSwitchTo(entry->cxt);
+	fmgr_info_cxt(F_JSONB_POPULATE_RECORD, &entry->populate, entry->cxt);
+	args = list_make2(makeNullConst(rowtype, -1, InvalidOid),
+					  makeNullConst(JSONBOID, -1, InvalidOid));
+	fmgr_info_set_expr((Node *) makeFuncExpr(F_JSONB_POPULATE_RECORD, rowtype, args,
+											 InvalidOid, InvalidOid, COERCE_EXPLICIT_CALL),
+					   &entry->populate);
+	MemoryContextSwitchTo(oldcxt);
+	return entry;
+}
+
+/*
+ * Fill values and nulls, indexed by attribute number - 1, with the object's
+ * values for every column of rel (NULL for columns the object does not name).
+ */
+void
+row_values_from_jsonb(Relation rel, Jsonb *object, Datum *values, bool *nulls)
+{
+	RowConverter *converter = converter_for(rel);
+	LOCAL_FCINFO(fcinfo, 2);
+	Datum		record;
+	HeapTupleData tuple;
+
+	InitFunctionCallInfoData(*fcinfo, &converter->populate, 2, InvalidOid, NULL, NULL);
+	fcinfo->args[0].value = (Datum) 0;
+	fcinfo->args[0].isnull = true;
+	fcinfo->args[1].value = JsonbPGetDatum(object);
+	fcinfo->args[1].isnull = false;
+	record = FunctionCallInvoke(fcinfo);
+	if (fcinfo->isnull)
+		elog(ERROR, "jsonb_populate_record returned NULL");
+
+	tuple.t_len = HeapTupleHeaderGetDatumLength(DatumGetHeapTupleHeader(record));
+	ItemPointerSetInvalid(&tuple.t_self);
+	tuple.t_tableOid = InvalidOid;
+	tuple.t_data = DatumGetHeapTupleHeader(record);
+	heap_deform_tuple(&tuple, RelationGetDescr(rel), values, nulls);
+}
