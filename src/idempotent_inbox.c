@@ -9,6 +9,7 @@
 
 #include "compat.h"
 #include "inbox.h"
+#include "table_shape.h"
 
 PG_MODULE_MAGIC;
 
@@ -18,6 +19,7 @@ _PG_init(void)
 	registry_init();
 	statement_cache_init();
 	row_values_init();
+	shape_cache_init();
 
 	compat_reserve_guc_prefix("idempotent_inbox");
 }

@@ -13,7 +13,30 @@
 #include "nodes/bitmapset.h"
 #include "storage/lockdefs.h"
 #include "utils/jsonb.h"
+#include "utils/palloc.h"
 #include "utils/relcache.h"
+
+/* Statements generated for one table and column set, kept by shape_cache_store. */
+#define SHAPE_MAX_STATEMENTS 3
+
+typedef struct ShapeStatements
+{
+	MemoryContext cxt;
+	Oid			keyindex;		/* the unique index the key columns are */
+	Bitmapset  *keys;			/* its columns */
+	char	   *sql[SHAPE_MAX_STATEMENTS];
+} ShapeStatements;
+
+extern void shape_cache_init(void);
+extern ShapeStatements *shape_cache_lookup(Relation rel, int kind, Bitmapset *columns,
+										   Bitmapset *requested_keys, AttrNumber extra);
+extern void shape_cache_store(Relation rel, int kind, Bitmapset *columns,
+							  Bitmapset *requested_keys, AttrNumber extra,
+							  const ShapeStatements *statements);
+
+/* Shape kinds: whose statements an entry holds. */
+#define SHAPE_UPSERT 1
+#define SHAPE_TRANSITION 2
 
 extern Relation shape_open(FunctionCallInfo fcinfo, int argno, LOCKMODE lockmode);
 extern char *shape_qualname(Relation rel);

@@ -47,8 +47,8 @@ state_value(Relation rel, AttrNumber attnum, const char *state)
 }
 
 /* The key names a row by exactly the columns of a unique constraint. */
-static Oid
-key_index(Relation rel, Jsonb *key)
+static Bitmapset *
+key_columns(Relation rel, Jsonb *key)
 {
 	Bitmapset  *columns = shape_jsonb_columns(rel, key);
 
@@ -57,7 +57,7 @@ key_index(Relation rel, Jsonb *key)
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("key must name the columns of a primary key or unique constraint"),
 				 errhint("Pass an object such as '{\"id\": 1}'.")));
-	return shape_unique_key(rel, columns);
+	return columns;
 }
 
 static char *
@@ -176,19 +176,19 @@ inbox_transition(PG_FUNCTION_ARGS)
 	char	   *column = text_arg(fcinfo, 2, "state_column");
 	AttrNumber	attnum = shape_column(rel, column);
 	char	   *to_state = text_arg(fcinfo, to_arg, "to_state");
-	Oid			keyindex = key_index(rel, key);
+	Bitmapset  *keycols = key_columns(rel, key);
 	ArrayType  *sources = source_states(fcinfo, explicit_sources ? 3 : -1, rel, column, to_state);
-	char	   *qualname = shape_qualname(rel);
-	const char *quoted = shape_column_name(rel, attnum);
 	int			natts = RelationGetDescr(rel)->natts;
 	Datum	   *row = palloc(sizeof(Datum) * natts);
 	bool	   *rownulls = palloc(sizeof(bool) * natts);
 	int		   *params = palloc0(sizeof(int) * (natts + 1));
-	Bitmapset  *keycols = shape_index_columns(keyindex);
 	int			nkeys = bms_num_members(keycols);
+	ShapeStatements *sql = shape_cache_lookup(rel, SHAPE_TRANSITION, keycols, NULL, attnum);
+	Oid			keyindex = sql ? sql->keyindex : shape_unique_key(rel, keycols);
 	Oid		   *types = palloc(sizeof(Oid) * (nkeys + 2));
 	Datum	   *values = palloc(sizeof(Datum) * (nkeys + 2));
 	char	   *nulls = palloc(sizeof(char) * (nkeys + 2));
+	ShapeStatements built = {0};
 	StatementPlan *statement;
 	const char *outcome;
 
@@ -202,6 +202,19 @@ inbox_transition(PG_FUNCTION_ARGS)
 	values[nkeys + 1] = PointerGetDatum(sources);
 	nulls[nkeys + 1] = ' ';
 
+	if (sql == NULL)
+	{
+		char	   *qualname = shape_qualname(rel);
+		const char *quoted = shape_column_name(rel, attnum);
+
+		built.keyindex = keyindex;
+		built.keys = keycols;
+		built.sql[0] = move_sql(qualname, quoted, keyindex, params, nkeys);
+		built.sql[1] = look_sql(qualname, quoted, keyindex, params);
+		shape_cache_store(rel, SHAPE_TRANSITION, keycols, NULL, attnum, &built);
+		sql = &built;
+	}
+
 	/* A replay or a refusal needs no statement at all when we may read the row. */
 	outcome = row_fetch_allowed(rel) ?
 		decide_from_index(rel, keyindex, attnum, row, rownulls, sources, to_state) : NULL;
@@ -214,15 +227,14 @@ inbox_transition(PG_FUNCTION_ARGS)
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
 
-	statement = statement_cache_get(move_sql(qualname, quoted, keyindex, params, nkeys),
-									nkeys + 2, types);
+	statement = statement_cache_get(sql->sql[0], nkeys + 2, types);
 	statement_execute(statement, values, nulls);
 	if (SPI_processed > 0)
 		outcome = "moved";
 	else
 	{
 		/* Lost a race, or may not read the row directly: look why nothing moved. */
-		statement = statement_cache_get(look_sql(qualname, quoted, keyindex, params), nkeys, types);
+		statement = statement_cache_get(sql->sql[1], nkeys, types);
 		statement_execute(statement, values, nulls);
 		if (SPI_processed == 0)
 			outcome = "missing";

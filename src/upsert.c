@@ -269,7 +269,7 @@ decide_from_index(UpsertPlan *plan)
 }
 
 static const char *
-run_upsert(UpsertPlan *plan)
+run_upsert(UpsertPlan *plan, const ShapeStatements *sql)
 {
 	StatementPlan *statement;
 	bool		versioned = plan->version != InvalidAttrNumber;
@@ -283,7 +283,7 @@ run_upsert(UpsertPlan *plan)
 	else
 	{
 		/* The caller may not read the table directly: let SELECT check and filter. */
-		statement = statement_cache_get(probe_sql(plan), plan->nparams, plan->types);
+		statement = statement_cache_get(sql->sql[0], plan->nparams, plan->types);
 		statement_execute(statement, plan->values, plan->nulls);
 		if (SPI_processed == 1 && versioned && result_bool(2))
 			outcome = "stale";
@@ -295,7 +295,7 @@ run_upsert(UpsertPlan *plan)
 
 	if (outcome == NULL)
 	{
-		statement = statement_cache_get(write_sql(plan), plan->nparams, plan->types);
+		statement = statement_cache_get(sql->sql[1], plan->nparams, plan->types);
 		statement_execute(statement, plan->values, plan->nulls);
 		if (SPI_processed == 1)
 			outcome = result_bool(1) ? "inserted" : "updated";
@@ -311,20 +311,40 @@ static Datum
 upsert_common(FunctionCallInfo fcinfo, Relation rel, Jsonb *row, int keyarg)
 {
 	UpsertPlan	plan;
+	Bitmapset  *requested = key_argument(fcinfo, keyarg, rel);
+	ShapeStatements built = {0};
+	ShapeStatements *sql;
 	const char *outcome;
 
 	plan.rel = rel;
-	plan.qualname = shape_qualname(rel);
 	plan.present = shape_jsonb_columns(rel, row);
-	plan.keyindex = shape_unique_key(rel, key_argument(fcinfo, keyarg, rel));
-	plan.keys = shape_index_columns(plan.keyindex);
 	plan.version = PG_ARGISNULL(keyarg + 1) ? InvalidAttrNumber :
 		shape_column(rel, text_to_cstring(PG_GETARG_TEXT_PP(keyarg + 1)));
-	CheckRowHasKey(&plan);
-	CheckRowHasVersion(&plan, row);
-	bind_row(&plan, row);
 
-	outcome = run_upsert(&plan);
+	sql = shape_cache_lookup(rel, SHAPE_UPSERT, plan.present, requested, plan.version);
+	if (sql != NULL)
+	{
+		plan.keyindex = sql->keyindex;
+		plan.keys = sql->keys;
+		CheckRowHasKey(&plan);
+		CheckRowHasVersion(&plan, row);
+		bind_row(&plan, row);
+	}
+	else
+	{
+		plan.keyindex = built.keyindex = shape_unique_key(rel, requested);
+		plan.keys = built.keys = shape_index_columns(plan.keyindex);
+		CheckRowHasKey(&plan);
+		CheckRowHasVersion(&plan, row);
+		bind_row(&plan, row);
+		plan.qualname = shape_qualname(rel);
+		built.sql[0] = probe_sql(&plan);
+		built.sql[1] = write_sql(&plan);
+		shape_cache_store(rel, SHAPE_UPSERT, plan.present, requested, plan.version, &built);
+		sql = &built;
+	}
+
+	outcome = run_upsert(&plan, sql);
 	table_close(rel, NoLock);
 
 	PG_RETURN_DATUM(enum_label(get_func_rettype(fcinfo->flinfo->fn_oid), outcome));
