@@ -88,6 +88,19 @@ columns_hash(const Bitmapset *set)
 	return set == NULL ? 0 : bms_hash_value(set);
 }
 
+/* Zeroed first: the key is hashed as bytes, padding included. */
+static void
+shape_key(ShapeKey *key, Relation rel, int kind, Bitmapset *columns,
+		  Bitmapset *requested_keys, AttrNumber extra)
+{
+	memset(key, 0, sizeof(ShapeKey));
+	key->relid = RelationGetRelid(rel);
+	key->kind = kind;
+	key->extra = extra;
+	key->columns_hash = columns_hash(columns);
+	key->keys_hash = columns_hash(requested_keys);
+}
+
 /* A copy in the caller's memory: an invalidation may drop the entry at any lock. */
 static ShapeStatements *
 copy_statements(const ShapeStatements *from)
@@ -113,12 +126,7 @@ shape_cache_lookup(Relation rel, int kind, Bitmapset *columns, Bitmapset *reques
 	ShapeKey	key;
 	struct ShapeEntry *entry;
 
-	memset(&key, 0, sizeof(key));
-	key.relid = RelationGetRelid(rel);
-	key.kind = kind;
-	key.extra = extra;
-	key.columns_hash = columns_hash(columns);
-	key.keys_hash = columns_hash(requested_keys);
+	shape_key(&key, rel, kind, columns, requested_keys, extra);
 
 	entry = hash_search(ShapeCache, &key, HASH_FIND, NULL);
 	if (entry != NULL && bms_equal(entry->columns, columns) &&
@@ -141,12 +149,7 @@ shape_cache_store(Relation rel, int kind, Bitmapset *columns, Bitmapset *request
 	MemoryContext cxt;
 	MemoryContext oldcxt;
 
-	memset(&key, 0, sizeof(key));
-	key.relid = RelationGetRelid(rel);
-	key.kind = kind;
-	key.extra = extra;
-	key.columns_hash = columns_hash(columns);
-	key.keys_hash = columns_hash(requested_keys);
+	shape_key(&key, rel, kind, columns, requested_keys, extra);
 
 	cxt = AllocSetContextCreate(CacheMemoryContext, "idempotent_inbox shape", ALLOCSET_SMALL_SIZES);
 	oldcxt = MemoryContextSwitchTo(cxt);
