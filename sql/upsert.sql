@@ -76,6 +76,22 @@ SELECT amount, version, note FROM payments WHERE id = 8;
 
 SELECT n AS trigger_firings FROM writes;
 
+-- After a run of new rows upsert tries the INSERT first (on a table without INSERT
+-- triggers); every answer stays the same, and a replay still writes nothing.
+CREATE TABLE bulk (id int PRIMARY KEY, v text, version int);
+SELECT outcome, count(*) FROM (
+    SELECT inbox.upsert('bulk', jsonb_build_object('id', g, 'v', 'a', 'version', 1), NULL, 'version') AS outcome
+      FROM generate_series(1, 40) g) s GROUP BY 1;
+SELECT xmin AS bulk_xmin FROM bulk WHERE id = 3 \gset
+SELECT inbox.upsert('bulk', '{"id": 41, "v": "a", "version": 1}', NULL, 'version') AS fresh,
+       inbox.upsert('bulk', '{"id": 3, "v": "a", "version": 1}', NULL, 'version') AS replay,
+       inbox.upsert('bulk', '{"id": 4, "v": "b", "version": 0}', NULL, 'version') AS older,
+       inbox.upsert('bulk', '{"id": 5, "v": "b", "version": 2}', NULL, 'version') AS newer,
+       inbox.upsert('bulk', '{"id": 6, "v": "a", "version": 1}') AS unversioned_replay;
+SELECT xmin = :'bulk_xmin' AS replay_kept_row_version FROM bulk WHERE id = 3;
+SELECT id, v, version FROM bulk WHERE id IN (3, 4, 5, 41) ORDER BY id;
+DROP TABLE bulk;
+
 -- Errors.
 SELECT inbox.upsert('payments', '{"id": 9, "nope": 1}');
 \echo :SQLSTATE

@@ -108,6 +108,7 @@ copy_statements(const ShapeStatements *from)
 	ShapeStatements *copy = palloc(sizeof(ShapeStatements));
 
 	copy->cxt = NULL;
+	copy->fresh_rate = from->fresh_rate;
 	copy->keyindex = from->keyindex;
 	copy->keys = bms_copy(from->keys);
 	for (int i = 0; i < SHAPE_MAX_STATEMENTS; i++)
@@ -159,11 +160,29 @@ shape_cache_store(Relation rel, int kind, Bitmapset *columns, Bitmapset *request
 	entry->columns = bms_copy(columns);
 	entry->requested_keys = bms_copy(requested_keys);
 	entry->statements.cxt = cxt;
+	entry->statements.fresh_rate = 0;
 	entry->statements.keyindex = statements->keyindex;
 	entry->statements.keys = bms_copy(statements->keys);
 	for (int i = 0; i < SHAPE_MAX_STATEMENTS; i++)
 		entry->statements.sql[i] = statements->sql[i] ? pstrdup(statements->sql[i]) : NULL;
 	MemoryContextSwitchTo(oldcxt);
+}
+
+/*
+ * Note whether a write through this shape inserted a new row: a moving average
+ * (each write weighing 1/16) that lets upsert pick its cheaper order of steps.
+ */
+void
+shape_cache_record(Relation rel, int kind, Bitmapset *columns, Bitmapset *requested_keys,
+				   AttrNumber extra, bool fresh)
+{
+	ShapeKey	key;
+	struct ShapeEntry *entry;
+
+	shape_key(&key, rel, kind, columns, requested_keys, extra);
+	entry = hash_search(ShapeCache, &key, HASH_FIND, NULL);
+	if (entry != NULL && bms_equal(entry->columns, columns))
+		entry->statements.fresh_rate += ((fresh ? 1024 : 0) - entry->statements.fresh_rate) >> 4;
 }
 
 /* Only plain and partitioned tables hold rows we can upsert or guard. */

@@ -25,6 +25,7 @@ typedef struct ShapeStatements
 	Oid			keyindex;		/* the unique index the key columns are */
 	Bitmapset  *keys;			/* its columns */
 	char	   *sql[SHAPE_MAX_STATEMENTS];
+	int			fresh_rate;		/* recent share of inserts, in 1/1024ths */
 } ShapeStatements;
 
 extern void shape_cache_init(void);
@@ -33,6 +34,8 @@ extern ShapeStatements *shape_cache_lookup(Relation rel, int kind, Bitmapset *co
 extern void shape_cache_store(Relation rel, int kind, Bitmapset *columns,
 							  Bitmapset *requested_keys, AttrNumber extra,
 							  const ShapeStatements *statements);
+extern void shape_cache_record(Relation rel, int kind, Bitmapset *columns,
+							   Bitmapset *requested_keys, AttrNumber extra, bool fresh);
 
 /* Shape kinds: whose statements an entry holds. */
 #define SHAPE_UPSERT 1

@@ -34,6 +34,7 @@
 #include "utils/datum.h"
 #include "utils/jsonb.h"
 #include "utils/lsyscache.h"
+#include "commands/trigger.h"
 #include "utils/rel.h"
 #include "utils/typcache.h"
 
@@ -45,6 +46,7 @@ typedef struct UpsertPlan
 	Relation	rel;
 	char	   *qualname;
 	Bitmapset  *present;		/* columns named by new_row */
+	Bitmapset  *requested;		/* key columns as asked for, NULL: primary key */
 	Bitmapset  *keys;			/* columns of the arbiter index */
 	Oid			keyindex;
 	AttrNumber	version;		/* or InvalidAttrNumber */
@@ -197,6 +199,23 @@ write_sql(UpsertPlan *plan)
 	return sql.data;
 }
 
+/* Insert if new, else nothing: no lock, no WAL, no row version on a conflict. */
+static char *
+insert_first_sql(UpsertPlan *plan)
+{
+	StringInfoData sql;
+
+	initStringInfo(&sql);
+	appendStringInfo(&sql, "INSERT INTO %s AS t (", plan->qualname);
+	shape_append_columns(&sql, plan->rel, plan->present, NULL);
+	appendStringInfoString(&sql, ") VALUES (");
+	shape_append_params(&sql, plan->present, plan->params);
+	appendStringInfoString(&sql, ") ON CONFLICT (");
+	shape_append_columns(&sql, plan->rel, plan->keys, NULL);
+	appendStringInfoString(&sql, ") DO NOTHING");
+	return sql.data;
+}
+
 /* The row's values as typed parameters, one per column it names. */
 static void
 bind_row(UpsertPlan *plan, Jsonb *row)
@@ -268,41 +287,89 @@ decide_from_index(UpsertPlan *plan)
 	return "unchanged";
 }
 
+/*
+ * Two orders of the same steps.  Read first (below) costs an index lookup on
+ * every write, which a replay needs and a new row wastes; so while most writes
+ * through a shape insert new rows, upsert tries INSERT ... ON CONFLICT DO NOTHING
+ * first, which on a conflict writes, locks and logs nothing.  That order is not
+ * taken when the table has INSERT triggers: they fire on the attempt, and a replay
+ * must fire none.
+ */
+#define FRESH_FIRST_THRESHOLD 512
+
+static bool
+has_insert_triggers(Relation rel)
+{
+	TriggerDesc *trig = rel->trigdesc;
+
+	return trig != NULL &&
+		(trig->trig_insert_before_row || trig->trig_insert_after_row ||
+		 trig->trig_insert_instead_row || trig->trig_insert_before_statement ||
+		 trig->trig_insert_after_statement);
+}
+
+/* "stale", "unchanged", or NULL when the row is missing or differs. */
+static const char *
+decide_without_writing(UpsertPlan *plan, const ShapeStatements *sql)
+{
+	StatementPlan *statement;
+
+	if (row_fetch_allowed(plan->rel))
+		return decide_from_index(plan);
+
+	/* The caller may not read the table directly: let SELECT check and filter. */
+	statement = statement_cache_get(sql->sql[0], plan->nparams, plan->types);
+	statement_execute(statement, plan->values, plan->nulls);
+	if (SPI_processed == 1 && plan->version != InvalidAttrNumber && result_bool(2))
+		return "stale";
+	if (SPI_processed == 1 && result_bool(1))
+		return "unchanged";
+	return NULL;
+}
+
+static const char *
+write_row(UpsertPlan *plan, const ShapeStatements *sql)
+{
+	StatementPlan *statement = statement_cache_get(sql->sql[1], plan->nparams, plan->types);
+
+	statement_execute(statement, plan->values, plan->nulls);
+	if (SPI_processed == 1)
+		return result_bool(1) ? "inserted" : "updated";
+	/* Another session wrote the same row (or a newer version) meanwhile. */
+	return plan->version != InvalidAttrNumber ? "stale" : "unchanged";
+}
+
+static bool
+try_insert_first(UpsertPlan *plan, const ShapeStatements *sql)
+{
+	StatementPlan *statement;
+
+	if (sql->fresh_rate < FRESH_FIRST_THRESHOLD || has_insert_triggers(plan->rel))
+		return false;
+	statement = statement_cache_get(sql->sql[2], plan->nparams, plan->types);
+	statement_execute(statement, plan->values, plan->nulls);
+	return SPI_processed == 1;
+}
+
 static const char *
 run_upsert(UpsertPlan *plan, const ShapeStatements *sql)
 {
-	StatementPlan *statement;
-	bool		versioned = plan->version != InvalidAttrNumber;
 	const char *outcome;
 
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
-
-	if (row_fetch_allowed(plan->rel))
-		outcome = decide_from_index(plan);
+	if (try_insert_first(plan, sql))
+		outcome = "inserted";
 	else
 	{
-		/* The caller may not read the table directly: let SELECT check and filter. */
-		statement = statement_cache_get(sql->sql[0], plan->nparams, plan->types);
-		statement_execute(statement, plan->values, plan->nulls);
-		if (SPI_processed == 1 && versioned && result_bool(2))
-			outcome = "stale";
-		else if (SPI_processed == 1 && result_bool(1))
-			outcome = "unchanged";
-		else
-			outcome = NULL;
-	}
-
-	if (outcome == NULL)
-	{
-		statement = statement_cache_get(sql->sql[1], plan->nparams, plan->types);
-		statement_execute(statement, plan->values, plan->nulls);
-		if (SPI_processed == 1)
-			outcome = result_bool(1) ? "inserted" : "updated";
-		else
-			outcome = versioned ? "stale" : "unchanged";	/* lost a race to an equal write */
+		outcome = decide_without_writing(plan, sql);
+		if (outcome == NULL)
+			outcome = write_row(plan, sql);
 	}
 	SPI_finish();
+
+	shape_cache_record(plan->rel, SHAPE_UPSERT, plan->present, plan->requested, plan->version,
+					   strcmp(outcome, "inserted") == 0);
 	return outcome;
 }
 
@@ -317,6 +384,7 @@ upsert_common(FunctionCallInfo fcinfo, Relation rel, Jsonb *row, int keyarg)
 	const char *outcome;
 
 	plan.rel = rel;
+	plan.requested = requested;
 	plan.present = shape_jsonb_columns(rel, row);
 	plan.version = PG_ARGISNULL(keyarg + 1) ? InvalidAttrNumber :
 		shape_column(rel, text_to_cstring(PG_GETARG_TEXT_PP(keyarg + 1)));
@@ -340,6 +408,7 @@ upsert_common(FunctionCallInfo fcinfo, Relation rel, Jsonb *row, int keyarg)
 		plan.qualname = shape_qualname(rel);
 		built.sql[0] = probe_sql(&plan);
 		built.sql[1] = write_sql(&plan);
+		built.sql[2] = insert_first_sql(&plan);
 		shape_cache_store(rel, SHAPE_UPSERT, plan.present, requested, plan.version, &built);
 		sql = &built;
 	}

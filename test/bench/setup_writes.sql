@@ -1,0 +1,14 @@
+-- Tables for the upsert and transition benchmarks: two identical pairs, one
+-- written through the extension and one by hand, each preloaded the same way.
+\set ON_ERROR_STOP 1
+DROP TABLE IF EXISTS up_ext, up_hand, tr_ext, tr_hand;
+CREATE TABLE up_ext (id bigint PRIMARY KEY, status text NOT NULL, amount int);
+CREATE TABLE up_hand (LIKE up_ext INCLUDING ALL);
+INSERT INTO up_ext SELECT g, 'PAID', 50 FROM generate_series(1, 100000) g;
+INSERT INTO up_hand SELECT * FROM up_ext;
+CREATE TABLE tr_ext (id int PRIMARY KEY, state text NOT NULL);
+CREATE TABLE tr_hand (LIKE tr_ext INCLUDING ALL);
+INSERT INTO tr_ext SELECT g, 'PENDING' FROM generate_series(1, :rows) g;
+INSERT INTO tr_hand SELECT * FROM tr_ext;
+VACUUM (FREEZE, ANALYZE) up_ext, up_hand, tr_ext, tr_hand;
+CHECKPOINT;
