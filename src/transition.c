@@ -106,9 +106,12 @@ move_sql(const char *qualname, const char *column, Oid keyindex, const int *para
 	initStringInfo(&sql);
 	appendStringInfo(&sql, "UPDATE %s AS t SET %s = $%d WHERE ", qualname, column, nkeys + 1);
 	shape_append_key_match(&sql, keyindex, "t", params);
+	/* Already there is a replay even when from_states lists to_state too. */
 	appendStringInfo(&sql,
-					 " AND t.%s::pg_catalog.text OPERATOR(pg_catalog.=) ANY ($%d) RETURNING 1",
-					 column, nkeys + 2);
+					 " AND t.%s::pg_catalog.text OPERATOR(pg_catalog.=) ANY ($%d)"
+					 " AND t.%s::pg_catalog.text OPERATOR(pg_catalog.<>) $%d::pg_catalog.text"
+					 " RETURNING 1",
+					 column, nkeys + 2, column, nkeys + 1);
 	return sql.data;
 }
 
