@@ -1,0 +1,173 @@
+/*
+ * shape_cache.c
+ *		The statements upsert and transition generate, kept per table and shape:
+ *		the columns a call names, the key it asks for, and its version or state
+ *		column.
+ *
+ * Building them costs catalog lookups and string formatting that a call would
+ * otherwise pay every time.  A relcache invalidation of the table (any DDL on it
+ * or its indexes, a rename) drops its entries.  Callers get a copy, because an
+ * invalidation can arrive at any lock they take while they use it.
+ */
+#include "postgres.h"
+
+#include "utils/hsearch.h"
+#include "utils/inval.h"
+#include "utils/memutils.h"
+#include "utils/rel.h"
+
+#include "table_shape.h"
+
+typedef struct ShapeKey
+{
+	Oid			relid;
+	int			kind;			/* which caller's statements */
+	AttrNumber	extra;			/* version or state column, or 0 */
+	uint32		columns_hash;	/* of the column set */
+	uint32		keys_hash;		/* of the requested key columns (0: primary key) */
+} ShapeKey;
+
+struct ShapeEntry
+{
+	ShapeKey	key;
+	Bitmapset  *columns;		/* exact sets, to tell hash collisions apart */
+	Bitmapset  *requested_keys;
+	ShapeStatements statements;
+};
+
+static HTAB *ShapeCache = NULL;
+
+static void
+forget_shapes(Datum arg, Oid relid)
+{
+	HASH_SEQ_STATUS status;
+	struct ShapeEntry *entry;
+
+	if (ShapeCache == NULL)
+		return;
+	hash_seq_init(&status, ShapeCache);
+	while ((entry = hash_seq_search(&status)) != NULL)
+	{
+		if (OidIsValid(relid) && entry->key.relid != relid)
+			continue;
+		MemoryContextDelete(entry->statements.cxt);
+		hash_search(ShapeCache, &entry->key, HASH_REMOVE, NULL);
+	}
+}
+
+void
+shape_cache_init(void)
+{
+	HASHCTL		ctl;
+
+	ctl.keysize = sizeof(ShapeKey);
+	ctl.entrysize = sizeof(struct ShapeEntry);
+	ctl.hcxt = CacheMemoryContext;
+	ShapeCache = hash_create("idempotent_inbox shapes", 32, &ctl,
+							 HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+	CacheRegisterRelcacheCallback(forget_shapes, (Datum) 0);
+}
+
+static uint32
+columns_hash(const Bitmapset *set)
+{
+	return set == NULL ? 0 : bms_hash_value(set);
+}
+
+/* Zeroed first: the key is hashed as bytes, padding included. */
+static void
+shape_key(ShapeKey *key, Relation rel, int kind, Bitmapset *columns,
+		  Bitmapset *requested_keys, AttrNumber extra)
+{
+	memset(key, 0, sizeof(ShapeKey));
+	key->relid = RelationGetRelid(rel);
+	key->kind = kind;
+	key->extra = extra;
+	key->columns_hash = columns_hash(columns);
+	key->keys_hash = columns_hash(requested_keys);
+}
+
+/* A copy in the caller's memory: an invalidation may drop the entry at any lock. */
+static ShapeStatements *
+copy_statements(const ShapeStatements *from)
+{
+	ShapeStatements *copy = palloc(sizeof(ShapeStatements));
+
+	copy->cxt = NULL;
+	copy->fresh_rate = from->fresh_rate;
+	copy->keyindex = from->keyindex;
+	copy->keys = bms_copy(from->keys);
+	for (int i = 0; i < SHAPE_MAX_STATEMENTS; i++)
+		copy->sql[i] = from->sql[i] ? pstrdup(from->sql[i]) : NULL;
+	return copy;
+}
+
+/*
+ * The statements cached for this shape, or NULL.  On NULL the caller builds them
+ * and hands them to shape_cache_store.
+ */
+ShapeStatements *
+shape_cache_lookup(Relation rel, int kind, Bitmapset *columns, Bitmapset *requested_keys,
+				   AttrNumber extra)
+{
+	ShapeKey	key;
+	struct ShapeEntry *entry;
+
+	shape_key(&key, rel, kind, columns, requested_keys, extra);
+
+	entry = hash_search(ShapeCache, &key, HASH_FIND, NULL);
+	if (entry != NULL && bms_equal(entry->columns, columns) &&
+		bms_equal(entry->requested_keys, requested_keys))
+		return copy_statements(&entry->statements);
+	return NULL;
+}
+
+/*
+ * Keep statements for this shape: copies them into a context of their own.  A
+ * colliding entry for another shape is replaced.
+ */
+void
+shape_cache_store(Relation rel, int kind, Bitmapset *columns, Bitmapset *requested_keys,
+				  AttrNumber extra, const ShapeStatements *statements)
+{
+	ShapeKey	key;
+	struct ShapeEntry *entry;
+	bool		found;
+	MemoryContext cxt;
+	MemoryContext oldcxt;
+
+	shape_key(&key, rel, kind, columns, requested_keys, extra);
+
+	cxt = AllocSetContextCreate(CacheMemoryContext, "idempotent_inbox shape", ALLOCSET_SMALL_SIZES);
+	oldcxt = MemoryContextSwitchTo(cxt);
+	entry = hash_search(ShapeCache, &key, HASH_ENTER, &found);
+	if (found)
+		MemoryContextDelete(entry->statements.cxt);
+	entry->columns = bms_copy(columns);
+	entry->requested_keys = bms_copy(requested_keys);
+	entry->statements.cxt = cxt;
+	entry->statements.fresh_rate = 0;
+	entry->statements.keyindex = statements->keyindex;
+	entry->statements.keys = bms_copy(statements->keys);
+	for (int i = 0; i < SHAPE_MAX_STATEMENTS; i++)
+		entry->statements.sql[i] = statements->sql[i] ? pstrdup(statements->sql[i]) : NULL;
+	MemoryContextSwitchTo(oldcxt);
+}
+
+/*
+ * Note whether a write through this shape inserted a new row: a moving average
+ * (each write weighing 1/16) that lets upsert pick its cheaper order of steps.
+ */
+void
+shape_cache_record(Relation rel, int kind, Bitmapset *columns, Bitmapset *requested_keys,
+				   AttrNumber extra, bool fresh)
+{
+	ShapeKey	key;
+	struct ShapeEntry *entry;
+
+	shape_key(&key, rel, kind, columns, requested_keys, extra);
+	entry = hash_search(ShapeCache, &key, HASH_FIND, NULL);
+	if (entry != NULL && bms_equal(entry->columns, columns))
+		entry->statements.fresh_rate += ((fresh ? 1024 : 0) - entry->statements.fresh_rate) >> 4;
+}
+
