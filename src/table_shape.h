@@ -1,7 +1,8 @@
 /*
  * table_shape.h
  *		Catalog facts about a user's table and SQL fragments built from them
- *		(table_shape.c); shared by upsert, transition and the state machines.
+ *		(table_shape.c), and the cache of generated statements (shape_cache.c);
+ *		shared by upsert, transition and the state machines.
  */
 #ifndef INBOX_TABLE_SHAPE_H
 #define INBOX_TABLE_SHAPE_H
