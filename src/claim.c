@@ -157,7 +157,7 @@ Datum
 inbox_claim(PG_FUNCTION_ARGS)
 {
 	const CallSignature *sig = call_signature(fcinfo);
-	InboxInfo  *inbox = registry_lookup(fcinfo, 0);
+	InboxInfo  *inbox = registry_lookup(fcinfo, 0, AccessShareLock);
 	Datum		id = message_id_from_arg(fcinfo, 1, sig->keytype, inbox);
 	bool		claimed;
 
@@ -179,7 +179,7 @@ Datum
 inbox_try_claim(PG_FUNCTION_ARGS)
 {
 	const CallSignature *sig = call_signature(fcinfo);
-	InboxInfo  *inbox = registry_lookup(fcinfo, 0);
+	InboxInfo  *inbox = registry_lookup(fcinfo, 0, AccessShareLock);
 	Datum		id = message_id_from_arg(fcinfo, 1, sig->keytype, inbox);
 	ProbeResult probe = probe_claim(inbox, id);
 	const char *status;
@@ -326,7 +326,7 @@ inbox_claim_many(PG_FUNCTION_ARGS)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	const CallSignature *sig = call_signature(fcinfo);
-	InboxInfo  *inbox = registry_lookup(fcinfo, 0);
+	InboxInfo  *inbox = registry_lookup(fcinfo, 0, AccessShareLock);
 	Datum	   *given;
 	Datum	   *keys;
 	int			nids;

@@ -146,7 +146,7 @@ Datum
 inbox_claim_apply(PG_FUNCTION_ARGS)
 {
 	const CallSignature *sig = call_signature(fcinfo);
-	InboxInfo  *inbox = registry_lookup(fcinfo, 0);
+	InboxInfo  *inbox = registry_lookup(fcinfo, 0, AccessShareLock);
 	Datum		id = message_id_from_arg(fcinfo, 1, sig->keytype, inbox);
 	const char *source = statement_source(fcinfo);
 	StatementArgs args;
@@ -158,10 +158,20 @@ inbox_claim_apply(PG_FUNCTION_ARGS)
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
 	statement = statement_cache_get(source, args.nargs, args.types);
-	statement_convert_args(statement, args.values, args.nulls);
-	claimed = claim_one(inbox, id);
-	if (claimed)
-		statement_execute(statement, args.values, args.nulls);
+	/* Triggers fired by the claim may run claim_apply and evict unpinned plans. */
+	statement_pin(statement);
+	PG_TRY();
+	{
+		statement_convert_args(statement, args.values, args.nulls);
+		claimed = claim_one(inbox, id);
+		if (claimed)
+			statement_execute(statement, args.values, args.nulls);
+	}
+	PG_FINALLY();
+	{
+		statement_unpin(statement);
+	}
+	PG_END_TRY();
 	SPI_finish();
 
 	PG_RETURN_DATUM(enum_label(sig->rettype, claimed ? "applied" : "duplicate"));

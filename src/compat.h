@@ -28,4 +28,15 @@
 #define compat_reserve_guc_prefix(prefix) EmitWarningsOnPlaceholders(prefix)
 #endif
 
+/* PostgreSQL 16 folded the per-catalog ownership checks into object_ownercheck. */
+#if PG_VERSION_NUM >= 160000
+#include "catalog/pg_class.h"
+#include "utils/acl.h"
+#define compat_table_ownercheck(relid, roleid) \
+	object_ownercheck(RelationRelationId, (relid), (roleid))
+#else
+#include "utils/acl.h"
+#define compat_table_ownercheck(relid, roleid) pg_class_ownercheck((relid), (roleid))
+#endif
+
 #endif							/* INBOX_COMPAT_H */

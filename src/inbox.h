@@ -15,6 +15,7 @@
 
 #include "executor/spi.h"
 #include "fmgr.h"
+#include "storage/lockdefs.h"
 #include "utils/array.h"
 #include "utils/jsonb.h"
 #include "utils/relcache.h"
@@ -54,7 +55,7 @@ extern void _PG_init(void);
 
 /* registry.c */
 extern void registry_init(void);
-extern InboxInfo *registry_lookup(FunctionCallInfo fcinfo, int argno);
+extern InboxInfo *registry_lookup(FunctionCallInfo fcinfo, int argno, LOCKMODE lockmode);
 
 /* message_id.c */
 extern Datum message_id_from_arg(FunctionCallInfo fcinfo, int argno, Oid argtype,
@@ -94,5 +95,7 @@ extern void statement_cache_init(void);
 extern StatementPlan *statement_cache_get(const char *source, int nargs, const Oid *argtypes);
 extern void statement_convert_args(StatementPlan *entry, Datum *values, const char *nulls);
 extern void statement_execute(StatementPlan *entry, Datum *values, const char *nulls);
+extern void statement_pin(StatementPlan *entry);
+extern void statement_unpin(StatementPlan *entry);
 
 #endif							/* INBOX_H */

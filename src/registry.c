@@ -23,6 +23,8 @@
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
 #include "miscadmin.h"
+#include "storage/lmgr.h"
+#include "utils/acl.h"
 #include "utils/builtins.h"
 #include "utils/hsearch.h"
 #include "utils/inval.h"
@@ -33,6 +35,7 @@
 #include "utils/timestamp.h"
 #include "utils/varlena.h"
 
+#include "compat.h"
 #include "inbox.h"
 
 static HTAB *InboxCache = NULL;
@@ -127,13 +130,14 @@ load_entry(InboxInfo *entry, Oid keytype)
 	Oid			opfamily;
 	Oid			opcintype;
 	Oid			eqop;
-	MemoryContext oldcxt;
 
 	/* Old plans name the table as it was called; the name may have changed. */
 	spi_free_plan(&entry->claim_plan);
 	spi_free_plan(&entry->claim_many_plan);
+	/* NULL at once: an error below must not leave a pointer to freed memory. */
 	if (entry->qualname != NULL)
 		pfree(entry->qualname);
+	entry->qualname = NULL;
 
 	rel = table_open(entry->relid, AccessShareLock);
 	entry->pkindex = RelationGetPrimaryKeyIndex(rel);
@@ -152,10 +156,9 @@ load_entry(InboxInfo *entry, Oid keytype)
 	entry->key_eq = get_opcode(eqop);
 	index_close(index, AccessShareLock);
 
-	oldcxt = MemoryContextSwitchTo(CacheMemoryContext);
-	entry->qualname = quote_qualified_identifier(get_namespace_name(RelationGetNamespace(rel)),
-												 RelationGetRelationName(rel));
-	MemoryContextSwitchTo(oldcxt);
+	entry->qualname = MemoryContextStrdup(CacheMemoryContext,
+										  quote_qualified_identifier(get_namespace_name(RelationGetNamespace(rel)),
+																	 RelationGetRelationName(rel)));
 	table_close(rel, AccessShareLock);
 
 	entry->keytype = keytype;
@@ -163,11 +166,12 @@ load_entry(InboxInfo *entry, Oid keytype)
 }
 
 /*
- * The inbox named by argument argno, from the cache when it is fresh.  Raises the
- * user-facing errors for a NULL, missing or non-inbox table.
+ * The inbox named by argument argno, from the cache when it is fresh, after
+ * locking the table in lockmode.  Raises the user-facing errors for a NULL,
+ * missing or non-inbox table.
  */
 InboxInfo *
-registry_lookup(FunctionCallInfo fcinfo, int argno)
+registry_lookup(FunctionCallInfo fcinfo, int argno, LOCKMODE lockmode)
 {
 	Oid			relid;
 	InboxInfo  *entry;
@@ -179,6 +183,14 @@ registry_lookup(FunctionCallInfo fcinfo, int argno)
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 				 errmsg("inbox must not be null")));
 	relid = PG_GETARG_OID(argno);
+
+	/*
+	 * Lock before trusting the cache: a RENAME or DROP that another session
+	 * commits reaches us as an invalidation now, not later while a kept plan
+	 * re-resolves the old name ("relation public.x does not exist").  The
+	 * claim takes a stronger lock on the table anyway.
+	 */
+	LockRelationOid(relid, lockmode);
 
 	entry = hash_search(InboxCache, &relid, HASH_FIND, NULL);
 	if (entry != NULL && entry->valid)
@@ -196,6 +208,8 @@ registry_lookup(FunctionCallInfo fcinfo, int argno)
 		{
 			spi_free_plan(&entry->claim_plan);
 			spi_free_plan(&entry->claim_many_plan);
+			if (entry->qualname != NULL)
+				pfree(entry->qualname);
 			hash_search(InboxCache, &relid, HASH_REMOVE, NULL);
 		}
 		ereport(ERROR,
@@ -342,13 +356,32 @@ inbox_create_inbox(PG_FUNCTION_ARGS)
 	PG_RETURN_OID(relid);
 }
 
+/* Only the owner may drop, and must be known to be before we lock exclusively. */
+static void
+CheckOwner(FunctionCallInfo fcinfo, int argno)
+{
+	Oid			relid = PG_ARGISNULL(argno) ? InvalidOid : PG_GETARG_OID(argno);
+
+	if (OidIsValid(relid) && SearchSysCacheExists1(RELOID, ObjectIdGetDatum(relid)) &&
+		!compat_table_ownercheck(relid, GetUserId()))
+		aclcheck_error(ACLCHECK_NOT_OWNER, OBJECT_TABLE, get_rel_name(relid));
+}
+
 PG_FUNCTION_INFO_V1(inbox_drop_inbox);
 Datum
 inbox_drop_inbox(PG_FUNCTION_ARGS)
 {
-	InboxInfo  *inbox = registry_lookup(fcinfo, 0);
-	char	   *qualname = pstrdup(inbox->qualname);
+	InboxInfo  *inbox;
+	char	   *qualname;
 	int			rc;
+
+	/*
+	 * The exclusive lock first, so that the name we drop by is the table's name
+	 * now, after any rename another session committed.
+	 */
+	CheckOwner(fcinfo, 0);
+	inbox = registry_lookup(fcinfo, 0, AccessExclusiveLock);
+	qualname = pstrdup(inbox->qualname);
 
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");

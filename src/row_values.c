@@ -25,20 +25,40 @@
 
 #include "inbox.h"
 
+/*
+ * A converter lives in its own context, apart from its hash entry: an
+ * invalidation can arrive in the middle of a conversion (a catalog lock taken by
+ * jsonb_populate_record, a domain check that runs DDL), and the converter must
+ * outlive that conversion.
+ */
 typedef struct RowConverter
 {
-	Oid			relid;			/* hash key */
-	MemoryContext cxt;			/* holds the FmgrInfo, its expression and cache */
+	MemoryContext cxt;			/* holds this, the FmgrInfo, its expression and cache */
 	FmgrInfo	populate;
+	int			pins;			/* conversions under way */
+	bool		stale;			/* forgotten: freed when the last conversion ends */
 } RowConverter;
 
+typedef struct ConverterEntry
+{
+	Oid			relid;			/* hash key */
+	RowConverter *converter;
+} ConverterEntry;
+
 static HTAB *Converters = NULL;
+
+static void
+release_converter(RowConverter *converter)
+{
+	if (converter->stale && converter->pins == 0)
+		MemoryContextDelete(converter->cxt);
+}
 
 static void
 forget_converter(Datum arg, Oid relid)
 {
 	HASH_SEQ_STATUS status;
-	RowConverter *entry;
+	ConverterEntry *entry;
 
 	if (Converters == NULL)
 		return;
@@ -47,7 +67,8 @@ forget_converter(Datum arg, Oid relid)
 	{
 		if (OidIsValid(relid) && entry->relid != relid)
 			continue;
-		MemoryContextDelete(entry->cxt);
+		entry->converter->stale = true;
+		release_converter(entry->converter);
 		hash_search(Converters, &entry->relid, HASH_REMOVE, NULL);
 	}
 }
@@ -58,7 +79,7 @@ row_values_init(void)
 	HASHCTL		ctl;
 
 	ctl.keysize = sizeof(Oid);
-	ctl.entrysize = sizeof(RowConverter);
+	ctl.entrysize = sizeof(ConverterEntry);
 	ctl.hcxt = CacheMemoryContext;
 	Converters = hash_create("idempotent_inbox row converters", 16, &ctl,
 							 HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
@@ -70,26 +91,32 @@ converter_for(Relation rel)
 {
 	Oid			relid = RelationGetRelid(rel);
 	Oid			rowtype = rel->rd_rel->reltype;
-	RowConverter *entry;
-	bool		found;
+	ConverterEntry *entry;
+	RowConverter *converter;
+	MemoryContext cxt;
 	MemoryContext oldcxt;
 	List	   *args;
 
-	entry = hash_search(Converters, &relid, HASH_ENTER, &found);
-	if (found)
-		return entry;
+	entry = hash_search(Converters, &relid, HASH_FIND, NULL);
+	if (entry != NULL)
+		return entry->converter;
 
-	entry->cxt = AllocSetContextCreate(CacheMemoryContext, "idempotent_inbox row converter",
-									   ALLOCSET_SMALL_SIZES);
-	oldcxt = MemoryContextSwitchTo(entry->cxt);
-	fmgr_info_cxt(F_JSONB_POPULATE_RECORD, &entry->populate, entry->cxt);
+	cxt = AllocSetContextCreate(CacheMemoryContext, "idempotent_inbox row converter",
+								ALLOCSET_SMALL_SIZES);
+	oldcxt = MemoryContextSwitchTo(cxt);
+	converter = palloc0(sizeof(RowConverter));
+	converter->cxt = cxt;
+	fmgr_info_cxt(F_JSONB_POPULATE_RECORD, &converter->populate, cxt);
 	args = list_make2(makeNullConst(rowtype, -1, InvalidOid),
 					  makeNullConst(JSONBOID, -1, InvalidOid));
 	fmgr_info_set_expr((Node *) makeFuncExpr(F_JSONB_POPULATE_RECORD, rowtype, args,
 											 InvalidOid, InvalidOid, COERCE_EXPLICIT_CALL),
-					   &entry->populate);
+					   &converter->populate);
 	MemoryContextSwitchTo(oldcxt);
-	return entry;
+
+	entry = hash_search(Converters, &relid, HASH_ENTER, NULL);
+	entry->converter = converter;
+	return converter;
 }
 
 /*
@@ -109,7 +136,17 @@ row_values_from_jsonb(Relation rel, Jsonb *object, Datum *values, bool *nulls)
 	fcinfo->args[0].isnull = true;
 	fcinfo->args[1].value = JsonbPGetDatum(object);
 	fcinfo->args[1].isnull = false;
-	record = FunctionCallInvoke(fcinfo);
+	converter->pins++;
+	PG_TRY();
+	{
+		record = FunctionCallInvoke(fcinfo);
+	}
+	PG_FINALLY();
+	{
+		converter->pins--;
+		release_converter(converter);
+	}
+	PG_END_TRY();
 	if (fcinfo->isnull)
 		elog(ERROR, "jsonb_populate_record returned NULL");
 

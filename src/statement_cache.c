@@ -337,6 +337,22 @@ statement_convert_args(StatementPlan *entry, Datum *values, const char *nulls)
 										  entry->ioparams[i], -1);
 }
 
+/*
+ * Keep an entry from eviction while a caller holds it across other work (the
+ * claim can fire triggers that run claim_apply, which may evict).
+ */
+void
+statement_pin(StatementPlan *entry)
+{
+	entry->pins++;
+}
+
+void
+statement_unpin(StatementPlan *entry)
+{
+	entry->pins--;
+}
+
 /* Run the statement with converted argument values. */
 void
 statement_execute(StatementPlan *entry, Datum *values, const char *nulls)

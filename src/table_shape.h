@@ -18,7 +18,7 @@
 #include "utils/relcache.h"
 
 /* Statements generated for one table and column set, kept by shape_cache_store. */
-#define SHAPE_MAX_STATEMENTS 3
+#define SHAPE_MAX_STATEMENTS 4
 
 typedef struct ShapeStatements
 {

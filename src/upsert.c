@@ -199,6 +199,48 @@ write_sql(UpsertPlan *plan)
 	return sql.data;
 }
 
+/*
+ * Update a row known to exist, when it differs (and is older).  A plain UPDATE
+ * rather than INSERT ... ON CONFLICT: it does not check NOT NULL columns that
+ * new_row leaves out against a row that is never inserted, and costs less.
+ */
+static char *
+update_sql(UpsertPlan *plan)
+{
+	StringInfoData sql;
+	Bitmapset  *updated = bms_difference(plan->present, plan->keys);
+	int			attnum = -1;
+	bool		first = true;
+
+	if (bms_is_empty(updated))
+		return NULL;
+	initStringInfo(&sql);
+	appendStringInfo(&sql, "UPDATE %s AS t SET ", plan->qualname);
+	while ((attnum = bms_next_member(updated, attnum)) >= 0)
+	{
+		appendStringInfo(&sql, "%s%s = $%d", first ? "" : ", ",
+						 shape_column_name(plan->rel, attnum), plan->params[attnum]);
+		first = false;
+	}
+	appendStringInfoString(&sql, " WHERE ");
+	shape_append_key_match(&sql, plan->keyindex, "t", plan->params);
+	appendStringInfoString(&sql, " AND NOT (ROW(");
+	shape_append_columns(&sql, plan->rel, plan->present, "t");
+	appendStringInfoString(&sql, ")::pg_catalog.record OPERATOR(pg_catalog.*=) ROW(");
+	shape_append_params(&sql, plan->present, plan->params);
+	appendStringInfoString(&sql, ")::pg_catalog.record)");
+	if (plan->version != InvalidAttrNumber)
+	{
+		const char *v = shape_column_name(plan->rel, plan->version);
+
+		appendStringInfo(&sql, " AND (t.%s IS NULL OR t.%s %s $%d)",
+						 v, v, shape_less_than(plan->rel, plan->version),
+						 plan->params[plan->version]);
+	}
+	appendStringInfoString(&sql, " RETURNING 1");
+	return sql.data;
+}
+
 /* Insert if new, else nothing: no lock, no WAL, no row version on a conflict. */
 static char *
 insert_first_sql(UpsertPlan *plan)
@@ -259,14 +301,15 @@ stored_is_newer(UpsertPlan *plan, Datum stored)
  * NULL when the row is missing or differs and must be written.
  */
 static const char *
-decide_from_index(UpsertPlan *plan)
+decide_from_index(UpsertPlan *plan, bool *exists)
 {
 	TupleDesc	desc = RelationGetDescr(plan->rel);
 	Datum	   *stored = palloc(sizeof(Datum) * desc->natts);
 	bool	   *storednulls = palloc(sizeof(bool) * desc->natts);
 	int			attnum = -1;
 
-	if (!row_fetch(plan->rel, plan->keyindex, plan->row, plan->rownulls, stored, storednulls))
+	*exists = row_fetch(plan->rel, plan->keyindex, plan->row, plan->rownulls, stored, storednulls);
+	if (!*exists)
 		return NULL;
 
 	if (plan->version != InvalidAttrNumber && !storednulls[plan->version - 1] &&
@@ -308,18 +351,22 @@ has_insert_triggers(Relation rel)
 		 trig->trig_insert_after_statement);
 }
 
-/* "stale", "unchanged", or NULL when the row is missing or differs. */
+/*
+ * "stale", "unchanged", or NULL when the row is missing or differs; *exists says
+ * which of the two.
+ */
 static const char *
-decide_without_writing(UpsertPlan *plan, const ShapeStatements *sql)
+decide_without_writing(UpsertPlan *plan, const ShapeStatements *sql, bool *exists)
 {
 	StatementPlan *statement;
 
 	if (row_fetch_allowed(plan->rel))
-		return decide_from_index(plan);
+		return decide_from_index(plan, exists);
 
 	/* The caller may not read the table directly: let SELECT check and filter. */
 	statement = statement_cache_get(sql->sql[0], plan->nparams, plan->types);
 	statement_execute(statement, plan->values, plan->nulls);
+	*exists = SPI_processed == 1;
 	if (SPI_processed == 1 && plan->version != InvalidAttrNumber && result_bool(2))
 		return "stale";
 	if (SPI_processed == 1 && result_bool(1))
@@ -337,6 +384,19 @@ write_row(UpsertPlan *plan, const ShapeStatements *sql)
 		return result_bool(1) ? "inserted" : "updated";
 	/* Another session wrote the same row (or a newer version) meanwhile. */
 	return plan->version != InvalidAttrNumber ? "stale" : "unchanged";
+}
+
+/* "updated", or NULL when the row went or changed since it was read. */
+static const char *
+update_existing(UpsertPlan *plan, const ShapeStatements *sql)
+{
+	StatementPlan *statement;
+
+	if (sql->sql[3] == NULL)
+		return NULL;
+	statement = statement_cache_get(sql->sql[3], plan->nparams, plan->types);
+	statement_execute(statement, plan->values, plan->nulls);
+	return SPI_processed == 1 ? "updated" : NULL;
 }
 
 static bool
@@ -362,7 +422,12 @@ run_upsert(UpsertPlan *plan, const ShapeStatements *sql)
 		outcome = "inserted";
 	else
 	{
-		outcome = decide_without_writing(plan, sql);
+		bool		exists = false;
+
+		outcome = decide_without_writing(plan, sql, &exists);
+		if (outcome == NULL && exists)
+			outcome = update_existing(plan, sql);
+		/* Missing, or changed meanwhile: the statement that settles every race. */
 		if (outcome == NULL)
 			outcome = write_row(plan, sql);
 	}
@@ -409,6 +474,7 @@ upsert_common(FunctionCallInfo fcinfo, Relation rel, Jsonb *row, int keyarg)
 		built.sql[0] = probe_sql(&plan);
 		built.sql[1] = write_sql(&plan);
 		built.sql[2] = insert_first_sql(&plan);
+		built.sql[3] = update_sql(&plan);
 		shape_cache_store(rel, SHAPE_UPSERT, plan.present, requested, plan.version, &built);
 		sql = &built;
 	}
