@@ -141,6 +141,31 @@ statement_source(FunctionCallInfo fcinfo)
 	return text_to_cstring(PG_GETARG_TEXT_PP(STATEMENT_ARG));
 }
 
+/*
+ * Claim, and on a first delivery run the statement.  The statement stays pinned
+ * throughout: triggers fired by the claim may run claim_apply and evict plans.
+ */
+static bool
+claim_then_apply(InboxInfo *inbox, Datum id, StatementPlan *statement, StatementArgs *args)
+{
+	volatile bool claimed = false;
+
+	statement_pin(statement);
+	PG_TRY();
+	{
+		statement_convert_args(statement, args->values, args->nulls);
+		claimed = claim_one(inbox, id);
+		if (claimed)
+			statement_execute(statement, args->values, args->nulls);
+	}
+	PG_FINALLY();
+	{
+		statement_unpin(statement);
+	}
+	PG_END_TRY();
+	return claimed;
+}
+
 PG_FUNCTION_INFO_V1(inbox_claim_apply);
 Datum
 inbox_claim_apply(PG_FUNCTION_ARGS)
@@ -158,20 +183,7 @@ inbox_claim_apply(PG_FUNCTION_ARGS)
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
 	statement = statement_cache_get(source, args.nargs, args.types);
-	/* Triggers fired by the claim may run claim_apply and evict unpinned plans. */
-	statement_pin(statement);
-	PG_TRY();
-	{
-		statement_convert_args(statement, args.values, args.nulls);
-		claimed = claim_one(inbox, id);
-		if (claimed)
-			statement_execute(statement, args.values, args.nulls);
-	}
-	PG_FINALLY();
-	{
-		statement_unpin(statement);
-	}
-	PG_END_TRY();
+	claimed = claim_then_apply(inbox, id, statement, &args);
 	SPI_finish();
 
 	PG_RETURN_DATUM(enum_label(sig->rettype, claimed ? "applied" : "duplicate"));

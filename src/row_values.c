@@ -119,6 +119,26 @@ converter_for(Relation rel)
 	return converter;
 }
 
+/* One conversion, with the converter pinned against invalidation meanwhile. */
+static Datum
+convert_pinned(RowConverter *converter, FunctionCallInfo fcinfo)
+{
+	volatile Datum record = (Datum) 0;
+
+	converter->pins++;
+	PG_TRY();
+	{
+		record = FunctionCallInvoke(fcinfo);
+	}
+	PG_FINALLY();
+	{
+		converter->pins--;
+		release_converter(converter);
+	}
+	PG_END_TRY();
+	return record;
+}
+
 /*
  * Fill values and nulls, indexed by attribute number - 1, with the object's
  * values for every column of rel (NULL for columns the object does not name).
@@ -136,17 +156,7 @@ row_values_from_jsonb(Relation rel, Jsonb *object, Datum *values, bool *nulls)
 	fcinfo->args[0].isnull = true;
 	fcinfo->args[1].value = JsonbPGetDatum(object);
 	fcinfo->args[1].isnull = false;
-	converter->pins++;
-	PG_TRY();
-	{
-		record = FunctionCallInvoke(fcinfo);
-	}
-	PG_FINALLY();
-	{
-		converter->pins--;
-		release_converter(converter);
-	}
-	PG_END_TRY();
+	record = convert_pinned(converter, fcinfo);
 	if (fcinfo->isnull)
 		elog(ERROR, "jsonb_populate_record returned NULL");
 
