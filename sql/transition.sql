@@ -28,6 +28,22 @@ SELECT inbox.transition('orders', '{"id": 2}', 'state', ARRAY['PAID'], 'SHIPPED'
 ROLLBACK;
 SELECT inbox.transition('orders', '{"id": 2}', 'state', ARRAY['PAID'], 'SHIPPED');
 
+-- After a run of moves the UPDATE goes first; every answer stays the same, and a
+-- replay still writes nothing.
+CREATE TABLE many (id int PRIMARY KEY, state text NOT NULL);
+INSERT INTO many SELECT g, 'PENDING' FROM generate_series(1, 42) g;
+SELECT outcome, count(*) FROM (
+    SELECT inbox.transition('many', jsonb_build_object('id', g), 'state', ARRAY['PENDING'], 'PAID') AS outcome
+      FROM generate_series(1, 40) g) s GROUP BY 1;
+UPDATE many SET state = 'CANCELLED' WHERE id = 41;
+SELECT xmin AS many_xmin FROM many WHERE id = 5 \gset
+SELECT inbox.transition('many', '{"id": 42}', 'state', ARRAY['PENDING'], 'PAID') AS pending,
+       inbox.transition('many', '{"id": 5}', 'state', ARRAY['PENDING'], 'PAID') AS replay,
+       inbox.transition('many', '{"id": 41}', 'state', ARRAY['PENDING'], 'PAID') AS cancelled,
+       inbox.transition('many', '{"id": 99}', 'state', ARRAY['PENDING'], 'PAID') AS absent;
+SELECT xmin = :'many_xmin' AS replay_wrote_nothing FROM many WHERE id = 5;
+DROP TABLE many;
+
 -- Errors.
 SELECT inbox.transition('orders', '{"id": 1}', 'state', ARRAY['PAID'], 'LOST');
 \echo :SQLSTATE

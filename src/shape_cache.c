@@ -155,8 +155,9 @@ shape_cache_store(Relation rel, int kind, Bitmapset *columns, Bitmapset *request
 }
 
 /*
- * Note whether a write through this shape inserted a new row: a moving average
- * (each write weighing 1/16) that lets upsert pick its cheaper order of steps.
+ * Note whether a call through this shape wrote (an upsert that inserted, a
+ * transition that moved): a moving average, each call weighing 1/16, that lets
+ * the callers pick their cheaper order of steps.
  */
 void
 shape_cache_record(Relation rel, int kind, Bitmapset *columns, Bitmapset *requested_keys,

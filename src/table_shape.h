@@ -26,7 +26,8 @@ typedef struct ShapeStatements
 	Oid			keyindex;		/* the unique index the key columns are */
 	Bitmapset  *keys;			/* its columns */
 	char	   *sql[SHAPE_MAX_STATEMENTS];
-	int			fresh_rate;		/* recent share of inserts, in 1/1024ths */
+	int			fresh_rate;		/* recent share of writes that inserted (upsert) or
+								 * moved (transition), in 1/1024ths */
 } ShapeStatements;
 
 extern void shape_cache_init(void);

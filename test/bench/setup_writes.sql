@@ -1,6 +1,7 @@
 -- Tables for the upsert and transition benchmarks: two identical pairs, one
 -- written through the extension and one by hand, each preloaded the same way.
 \set ON_ERROR_STOP 1
+SET client_min_messages = warning;
 DROP TABLE IF EXISTS up_ext, up_hand, tr_ext, tr_hand;
 CREATE TABLE up_ext (id bigint PRIMARY KEY, status text NOT NULL, amount int);
 CREATE TABLE up_hand (LIKE up_ext INCLUDING ALL);
