@@ -99,6 +99,18 @@ SELECT inbox.upsert('bulk', '{"id": 41, "v": "a", "version": 1}', NULL, 'version
        inbox.upsert('bulk', '{"id": 6, "v": "a", "version": 1}') AS unversioned_replay;
 SELECT xmin = :'bulk_xmin' AS replay_kept_row_version FROM bulk WHERE id = 3;
 SELECT id, v, version FROM bulk WHERE id IN (3, 4, 5, 41) ORDER BY id;
+-- After a run of changes the guarded UPDATE goes first; the answers stay the same.
+SELECT outcome, count(*) FROM (
+    SELECT inbox.upsert('bulk', jsonb_build_object('id', g, 'v', 'c', 'version', 3), NULL, 'version') AS outcome
+      FROM generate_series(1, 40) g) s GROUP BY 1;
+SELECT xmin AS bulk_xmin FROM bulk WHERE id = 7 \gset
+SELECT inbox.upsert('bulk', '{"id": 8, "v": "d", "version": 4}', NULL, 'version') AS newer,
+       inbox.upsert('bulk', '{"id": 7, "v": "c", "version": 3}', NULL, 'version') AS replay,
+       inbox.upsert('bulk', '{"id": 9, "v": "x", "version": 2}', NULL, 'version') AS older,
+       inbox.upsert('bulk', '{"id": 42, "v": "n", "version": 1}', NULL, 'version') AS fresh,
+       inbox.upsert('bulk', '{"id": 10, "v": "c"}') AS unversioned_replay;
+SELECT xmin = :'bulk_xmin' AS replay_kept_row_version FROM bulk WHERE id = 7;
+SELECT id, v, version FROM bulk WHERE id IN (7, 8, 9, 42) ORDER BY id;
 DROP TABLE bulk;
 
 -- Errors.

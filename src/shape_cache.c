@@ -95,6 +95,7 @@ copy_statements(const ShapeStatements *from)
 
 	copy->cxt = NULL;
 	copy->fresh_rate = from->fresh_rate;
+	copy->update_rate = from->update_rate;
 	copy->keyindex = from->keyindex;
 	copy->keys = bms_copy(from->keys);
 	for (int i = 0; i < SHAPE_MAX_STATEMENTS; i++)
@@ -147,6 +148,7 @@ shape_cache_store(Relation rel, int kind, Bitmapset *columns, Bitmapset *request
 	entry->requested_keys = bms_copy(requested_keys);
 	entry->statements.cxt = cxt;
 	entry->statements.fresh_rate = 0;
+	entry->statements.update_rate = 0;
 	entry->statements.keyindex = statements->keyindex;
 	entry->statements.keys = bms_copy(statements->keys);
 	for (int i = 0; i < SHAPE_MAX_STATEMENTS; i++)
@@ -155,13 +157,13 @@ shape_cache_store(Relation rel, int kind, Bitmapset *columns, Bitmapset *request
 }
 
 /*
- * Note whether a call through this shape wrote (an upsert that inserted, a
- * transition that moved): a moving average, each call weighing 1/16, that lets
- * the callers pick their cheaper order of steps.
+ * Note whether a call through this shape inserted (or moved) a row, or updated
+ * one: moving averages, each call weighing 1/16, that let the callers pick their
+ * cheaper order of steps.
  */
 void
 shape_cache_record(Relation rel, int kind, Bitmapset *columns, Bitmapset *requested_keys,
-				   AttrNumber extra, bool fresh)
+				   AttrNumber extra, bool fresh, bool updated)
 {
 	ShapeKey	key;
 	struct ShapeEntry *entry;
@@ -169,6 +171,9 @@ shape_cache_record(Relation rel, int kind, Bitmapset *columns, Bitmapset *reques
 	shape_key(&key, rel, kind, columns, requested_keys, extra);
 	entry = hash_search(ShapeCache, &key, HASH_FIND, NULL);
 	if (entry != NULL && bms_equal(entry->columns, columns))
+	{
 		entry->statements.fresh_rate += ((fresh ? 1024 : 0) - entry->statements.fresh_rate) >> 4;
+		entry->statements.update_rate += ((updated ? 1024 : 0) - entry->statements.update_rate) >> 4;
+	}
 }
 

@@ -26,8 +26,9 @@ typedef struct ShapeStatements
 	Oid			keyindex;		/* the unique index the key columns are */
 	Bitmapset  *keys;			/* its columns */
 	char	   *sql[SHAPE_MAX_STATEMENTS];
-	int			fresh_rate;		/* recent share of writes that inserted (upsert) or
+	int			fresh_rate;		/* recent share of calls that inserted (upsert) or
 								 * moved (transition), in 1/1024ths */
+	int			update_rate;	/* recent share of upserts that updated */
 } ShapeStatements;
 
 extern void shape_cache_init(void);
@@ -37,7 +38,8 @@ extern void shape_cache_store(Relation rel, int kind, Bitmapset *columns,
 							  Bitmapset *requested_keys, AttrNumber extra,
 							  const ShapeStatements *statements);
 extern void shape_cache_record(Relation rel, int kind, Bitmapset *columns,
-							   Bitmapset *requested_keys, AttrNumber extra, bool fresh);
+							   Bitmapset *requested_keys, AttrNumber extra,
+							   bool fresh, bool updated);
 
 /* Shape kinds: whose statements an entry holds. */
 #define SHAPE_UPSERT 1

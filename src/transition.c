@@ -231,9 +231,9 @@ inbox_transition(PG_FUNCTION_ARGS)
 		decide_from_index(rel, keyindex, attnum, row, rownulls, sources, to_state) : NULL;
 	if (outcome != NULL)
 	{
-		shape_cache_record(rel, SHAPE_TRANSITION, keycols, NULL, attnum, false);
+		shape_cache_record(rel, SHAPE_TRANSITION, keycols, NULL, attnum, false, false);
 		table_close(rel, NoLock);
-		PG_RETURN_DATUM(enum_label(get_func_rettype(fcinfo->flinfo->fn_oid), outcome));
+		PG_RETURN_DATUM(enum_label(call_signature(fcinfo)->rettype, outcome));
 	}
 
 	if (SPI_connect() != SPI_OK_CONNECT)
@@ -258,8 +258,9 @@ inbox_transition(PG_FUNCTION_ARGS)
 		}
 	}
 	SPI_finish();
-	shape_cache_record(rel, SHAPE_TRANSITION, keycols, NULL, attnum, strcmp(outcome, "moved") == 0);
+	shape_cache_record(rel, SHAPE_TRANSITION, keycols, NULL, attnum,
+					   strcmp(outcome, "moved") == 0, false);
 	table_close(rel, NoLock);
 
-	PG_RETURN_DATUM(enum_label(get_func_rettype(fcinfo->flinfo->fn_oid), outcome));
+	PG_RETURN_DATUM(enum_label(call_signature(fcinfo)->rettype, outcome));
 }
