@@ -125,6 +125,38 @@ CheckRowHasVersion(UpsertPlan *plan, Jsonb *row)
 }
 
 /*
+ * "ROW(t.a, t.b)::record *= ROW(<a>, <b>)::record": the stored row holds exactly
+ * these values, by image equality.  other is a row alias such as EXCLUDED, or
+ * NULL for the parameters.
+ */
+static void
+append_same_row(StringInfo sql, UpsertPlan *plan, const char *other)
+{
+	appendStringInfoString(sql, "ROW(");
+	shape_append_columns(sql, plan->rel, plan->present, "t");
+	appendStringInfoString(sql, ")::pg_catalog.record OPERATOR(pg_catalog.*=) ROW(");
+	if (other != NULL)
+		shape_append_columns(sql, plan->rel, plan->present, other);
+	else
+		shape_append_params(sql, plan->present, plan->params);
+	appendStringInfoString(sql, ")::pg_catalog.record");
+}
+
+/* "(t.v IS NULL OR t.v < <v>)": the new version wins; a stored NULL always loses. */
+static void
+append_newer_version(StringInfo sql, UpsertPlan *plan, const char *other)
+{
+	const char *v = shape_column_name(plan->rel, plan->version);
+	const char *lt = shape_less_than(plan->rel, plan->version);
+
+	if (other != NULL)
+		appendStringInfo(sql, "(t.%s IS NULL OR t.%s %s %s.%s)", v, v, lt, other, v);
+	else
+		appendStringInfo(sql, "(t.%s IS NULL OR t.%s %s $%d)", v, v, lt,
+						 plan->params[plan->version]);
+}
+
+/*
  * Read the stored row: one row of (same, stale) when the key exists.  A stored
  * NULL version is older than any version.
  */
@@ -134,18 +166,12 @@ probe_sql(UpsertPlan *plan)
 	StringInfoData sql;
 
 	initStringInfo(&sql);
-	appendStringInfoString(&sql, "SELECT ROW(");
-	shape_append_columns(&sql, plan->rel, plan->present, "t");
-	appendStringInfoString(&sql, ")::pg_catalog.record OPERATOR(pg_catalog.*=) ROW(");
-	shape_append_params(&sql, plan->present, plan->params);
-	appendStringInfoString(&sql, ")::pg_catalog.record");
+	appendStringInfoString(&sql, "SELECT ");
+	append_same_row(&sql, plan, NULL);
 	if (plan->version != InvalidAttrNumber)
 	{
-		const char *v = shape_column_name(plan->rel, plan->version);
-
-		appendStringInfo(&sql, ", t.%s IS NOT NULL AND NOT (t.%s %s $%d)",
-						 v, v, shape_less_than(plan->rel, plan->version),
-						 plan->params[plan->version]);
+		appendStringInfoString(&sql, ", NOT ");
+		append_newer_version(&sql, plan, NULL);
 	}
 	appendStringInfo(&sql, " FROM %s AS t WHERE ", plan->qualname);
 	shape_append_key_match(&sql, plan->keyindex, "t", plan->params);
@@ -182,17 +208,13 @@ write_sql(UpsertPlan *plan)
 			appendStringInfo(&sql, "%s%s = EXCLUDED.%s", first ? "" : ", ", c, c);
 			first = false;
 		}
-		appendStringInfoString(&sql, " WHERE NOT (ROW(");
-		shape_append_columns(&sql, plan->rel, plan->present, "t");
-		appendStringInfoString(&sql, ")::pg_catalog.record OPERATOR(pg_catalog.*=) ROW(");
-		shape_append_columns(&sql, plan->rel, plan->present, "EXCLUDED");
-		appendStringInfoString(&sql, ")::pg_catalog.record)");
+		appendStringInfoString(&sql, " WHERE NOT (");
+		append_same_row(&sql, plan, "EXCLUDED");
+		appendStringInfoString(&sql, ")");
 		if (plan->version != InvalidAttrNumber)
 		{
-			const char *v = shape_column_name(plan->rel, plan->version);
-
-			appendStringInfo(&sql, " AND (t.%s IS NULL OR t.%s %s EXCLUDED.%s)",
-							 v, v, shape_less_than(plan->rel, plan->version), v);
+			appendStringInfoString(&sql, " AND ");
+			append_newer_version(&sql, plan, "EXCLUDED");
 		}
 	}
 	appendStringInfoString(&sql, " RETURNING t.xmax::pg_catalog.text OPERATOR(pg_catalog.=) '0'");
@@ -224,18 +246,13 @@ update_sql(UpsertPlan *plan)
 	}
 	appendStringInfoString(&sql, " WHERE ");
 	shape_append_key_match(&sql, plan->keyindex, "t", plan->params);
-	appendStringInfoString(&sql, " AND NOT (ROW(");
-	shape_append_columns(&sql, plan->rel, plan->present, "t");
-	appendStringInfoString(&sql, ")::pg_catalog.record OPERATOR(pg_catalog.*=) ROW(");
-	shape_append_params(&sql, plan->present, plan->params);
-	appendStringInfoString(&sql, ")::pg_catalog.record)");
+	appendStringInfoString(&sql, " AND NOT (");
+	append_same_row(&sql, plan, NULL);
+	appendStringInfoString(&sql, ")");
 	if (plan->version != InvalidAttrNumber)
 	{
-		const char *v = shape_column_name(plan->rel, plan->version);
-
-		appendStringInfo(&sql, " AND (t.%s IS NULL OR t.%s %s $%d)",
-						 v, v, shape_less_than(plan->rel, plan->version),
-						 plan->params[plan->version]);
+		appendStringInfoString(&sql, " AND ");
+		append_newer_version(&sql, plan, NULL);
 	}
 	appendStringInfoString(&sql, " RETURNING 1");
 	return sql.data;
