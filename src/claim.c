@@ -40,13 +40,6 @@
 
 #include "inbox.h"
 
-static void
-connect_spi(void)
-{
-	if (SPI_connect() != SPI_OK_CONNECT)
-		elog(ERROR, "SPI_connect failed");
-}
-
 /*
  * What a dirty snapshot sees of an id: nothing, a claim that is committed or our
  * own, or a claim another open transaction is inserting or deleting.  A dirty
@@ -62,7 +55,8 @@ typedef enum ProbeResult
 static ProbeResult
 probe_claim(InboxInfo *inbox, Datum message_id)
 {
-	Relation	heap = table_open(inbox->relid, AccessShareLock);
+	/* registry_lookup locked the inbox already. */
+	Relation	heap = table_open(inbox->relid, NoLock);
 	Relation	index = index_open(inbox->pkindex, AccessShareLock);
 	SnapshotData dirty;
 	ScanKeyData key;
@@ -84,7 +78,7 @@ probe_claim(InboxInfo *inbox, Datum message_id)
 	ExecDropSingleTupleTableSlot(slot);
 	index_endscan(scan);
 	index_close(index, AccessShareLock);
-	table_close(heap, AccessShareLock);
+	table_close(heap, NoLock);
 
 	return result;
 }
@@ -127,14 +121,12 @@ claim_insert(InboxInfo *inbox, Datum message_id)
  * 1/1024ths, each claim weighing 1/16) and probes first only above one in four.
  * Both paths give the same answer; this only picks the cheaper one.
  */
-#define DUP_SCALE 1024
-#define DUP_WEIGHT_SHIFT 4
-#define DUP_PROBE_THRESHOLD (DUP_SCALE / 4)
+#define DUP_PROBE_THRESHOLD (SHARE_SCALE / 4)
 
 static bool
 record_outcome(InboxInfo *inbox, bool duplicate)
 {
-	inbox->dup_rate += ((duplicate ? DUP_SCALE : 0) - inbox->dup_rate) >> DUP_WEIGHT_SHIFT;
+	share_record(&inbox->dup_rate, duplicate);
 	return !duplicate;
 }
 
@@ -157,11 +149,11 @@ Datum
 inbox_claim(PG_FUNCTION_ARGS)
 {
 	const CallSignature *sig = call_signature(fcinfo);
-	InboxInfo  *inbox = registry_lookup(fcinfo, 0, AccessShareLock);
+	InboxInfo  *inbox = registry_lookup(fcinfo, 0, RowExclusiveLock);
 	Datum		id = message_id_from_arg(fcinfo, 1, sig->keytype, inbox);
 	bool		claimed;
 
-	connect_spi();
+	spi_connect();
 	claimed = claim_one(inbox, id);
 	SPI_finish();
 
@@ -179,7 +171,7 @@ Datum
 inbox_try_claim(PG_FUNCTION_ARGS)
 {
 	const CallSignature *sig = call_signature(fcinfo);
-	InboxInfo  *inbox = registry_lookup(fcinfo, 0, AccessShareLock);
+	InboxInfo  *inbox = registry_lookup(fcinfo, 0, RowExclusiveLock);
 	Datum		id = message_id_from_arg(fcinfo, 1, sig->keytype, inbox);
 	ProbeResult probe = probe_claim(inbox, id);
 	const char *status;
@@ -190,7 +182,7 @@ inbox_try_claim(PG_FUNCTION_ARGS)
 		status = "duplicate";
 	else
 	{
-		connect_spi();
+		spi_connect();
 		status = claim_insert(inbox, id) ? "claimed" : "duplicate";
 		SPI_finish();
 	}
@@ -326,7 +318,7 @@ inbox_claim_many(PG_FUNCTION_ARGS)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	const CallSignature *sig = call_signature(fcinfo);
-	InboxInfo  *inbox = registry_lookup(fcinfo, 0, AccessShareLock);
+	InboxInfo  *inbox = registry_lookup(fcinfo, 0, RowExclusiveLock);
 	Datum	   *given;
 	Datum	   *keys;
 	int			nids;
@@ -350,7 +342,7 @@ inbox_claim_many(PG_FUNCTION_ARGS)
 	get_typlenbyval(inbox->keytype, &keylen, &keybyval);
 	fresh = fresh_ids_set(nids);
 
-	connect_spi();
+	spi_connect();
 	if (inbox->claim_many_plan == NULL)
 	{
 		Oid			argtypes[1] = {get_array_type(inbox->keytype)};

@@ -171,7 +171,7 @@ Datum
 inbox_claim_apply(PG_FUNCTION_ARGS)
 {
 	const CallSignature *sig = call_signature(fcinfo);
-	InboxInfo  *inbox = registry_lookup(fcinfo, 0, AccessShareLock);
+	InboxInfo  *inbox = registry_lookup(fcinfo, 0, RowExclusiveLock);
 	Datum		id = message_id_from_arg(fcinfo, 1, sig->keytype, inbox);
 	const char *source = statement_source(fcinfo);
 	StatementArgs args;
@@ -180,8 +180,7 @@ inbox_claim_apply(PG_FUNCTION_ARGS)
 
 	statement_args(&args, fcinfo, sig);
 
-	if (SPI_connect() != SPI_OK_CONNECT)
-		elog(ERROR, "SPI_connect failed");
+	spi_connect();
 	statement = statement_cache_get(source, args.nargs, args.types);
 	claimed = claim_then_apply(inbox, id, statement, &args);
 	SPI_finish();

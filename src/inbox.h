@@ -50,6 +50,20 @@ typedef struct CallSignature
 	Oid			rettype;		/* declared result type (an enum for some) */
 } CallSignature;
 
+/*
+ * Recent share of calls with some property, in 1/1024ths, each call weighing
+ * 1/16: what the adaptive paths (claim's probe, upsert's and transition's order
+ * of steps) decide from.
+ */
+#define SHARE_SCALE 1024
+#define SHARE_THRESHOLD_HALF (SHARE_SCALE / 2)
+
+static inline void
+share_record(int *share, bool hit)
+{
+	*share += ((hit ? SHARE_SCALE : 0) - *share) >> 4;
+}
+
 /* idempotent_inbox.c */
 extern void _PG_init(void);
 
@@ -68,6 +82,7 @@ extern const CallSignature *call_signature(FunctionCallInfo fcinfo);
 extern Datum enum_label(Oid enumtype, const char *label);
 
 /* spi_util.c */
+extern void spi_connect(void);
 extern SPIPlanPtr spi_prepare_kept(const char *sql, int nargs, Oid *argtypes);
 extern void spi_free_plan(SPIPlanPtr *plan);
 extern void spi_execute_expect(SPIPlanPtr plan, Datum *values, const char *nulls,

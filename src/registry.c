@@ -105,8 +105,7 @@ registry_key_type(FunctionCallInfo fcinfo, Oid relid)
 				   quote_identifier(extension_schema(fcinfo)));
 	RegistryRelid = get_relname_relid("registry", get_func_namespace(fcinfo->flinfo->fn_oid));
 
-	if (SPI_connect() != SPI_OK_CONNECT)
-		elog(ERROR, "SPI_connect failed");
+	spi_connect();
 	rc = SPI_execute_with_args(sql, 1, argtypes, values, NULL, true, 1);
 	if (rc != SPI_OK_SELECT)
 		elog(ERROR, "registry lookup returned %s", SPI_result_code_string(rc));
@@ -187,8 +186,8 @@ registry_lookup(FunctionCallInfo fcinfo, int argno, LOCKMODE lockmode)
 	/*
 	 * Lock before trusting the cache: a RENAME or DROP that another session
 	 * commits reaches us as an invalidation now, not later while a kept plan
-	 * re-resolves the old name ("relation public.x does not exist").  The
-	 * claim takes a stronger lock on the table anyway.
+	 * re-resolves the old name ("relation public.x does not exist").  Claims
+	 * pass the mode their INSERT takes, so that lock is not acquired twice.
 	 */
 	LockRelationOid(relid, lockmode);
 
@@ -333,8 +332,7 @@ inbox_create_inbox(PG_FUNCTION_ARGS)
 	CheckPermanent(nspid, rv->relname);
 	qualname = quote_qualified_identifier(get_namespace_name(nspid), rv->relname);
 
-	if (SPI_connect() != SPI_OK_CONNECT)
-		elog(ERROR, "SPI_connect failed");
+	spi_connect();
 
 	/* The caller's rights: CREATE on the schema, and the caller owns the result. */
 	rc = SPI_execute(psprintf("CREATE TABLE %s ("
@@ -383,8 +381,7 @@ inbox_drop_inbox(PG_FUNCTION_ARGS)
 	inbox = registry_lookup(fcinfo, 0, AccessExclusiveLock);
 	qualname = pstrdup(inbox->qualname);
 
-	if (SPI_connect() != SPI_OK_CONNECT)
-		elog(ERROR, "SPI_connect failed");
+	spi_connect();
 	/* The caller's rights: only an owner may drop.  The event trigger forgets it. */
 	rc = SPI_execute(psprintf("DROP TABLE %s", qualname), false, 0);
 	if (rc != SPI_OK_UTILITY)

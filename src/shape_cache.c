@@ -16,6 +16,7 @@
 #include "utils/memutils.h"
 #include "utils/rel.h"
 
+#include "inbox.h"
 #include "table_shape.h"
 
 typedef struct ShapeKey
@@ -172,8 +173,8 @@ shape_cache_record(Relation rel, int kind, Bitmapset *columns, Bitmapset *reques
 	entry = hash_search(ShapeCache, &key, HASH_FIND, NULL);
 	if (entry != NULL && bms_equal(entry->columns, columns))
 	{
-		entry->statements.fresh_rate += ((fresh ? 1024 : 0) - entry->statements.fresh_rate) >> 4;
-		entry->statements.update_rate += ((updated ? 1024 : 0) - entry->statements.update_rate) >> 4;
+		share_record(&entry->statements.fresh_rate, fresh);
+		share_record(&entry->statements.update_rate, updated);
 	}
 }
 

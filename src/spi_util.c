@@ -12,6 +12,13 @@
 
 #include "inbox.h"
 
+void
+spi_connect(void)
+{
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+}
+
 SPIPlanPtr
 spi_prepare_kept(const char *sql, int nargs, Oid *argtypes)
 {

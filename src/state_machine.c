@@ -236,8 +236,7 @@ inbox_guard_transitions(PG_FUNCTION_ARGS)
 	CheckNameFree(rel, name, nspid);
 	old = find_machine(rel, column, nspid);
 
-	if (SPI_connect() != SPI_OK_CONNECT)
-		elog(ERROR, "SPI_connect failed");
+	spi_connect();
 	/* The caller's rights: only the owner (or TRIGGER privilege) may do this. */
 	if (old != NULL)
 		spi_run(psprintf("DROP TRIGGER %s ON %s", quote_identifier(old->tgname), qualname));
@@ -271,8 +270,7 @@ inbox_unguard_transitions(PG_FUNCTION_ARGS)
 	old = find_machine(rel, column, nspid);
 	if (old != NULL)
 	{
-		if (SPI_connect() != SPI_OK_CONNECT)
-			elog(ERROR, "SPI_connect failed");
+		spi_connect();
 		spi_run(psprintf("DROP TRIGGER %s ON %s", quote_identifier(old->tgname), shape_qualname(rel)));
 		SPI_finish();
 	}

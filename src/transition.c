@@ -35,7 +35,7 @@
 #include "table_shape.h"
 
 /* Share of recent calls that moved their row above which the UPDATE goes first. */
-#define MOVED_FIRST_THRESHOLD 512
+#define MOVED_FIRST_THRESHOLD SHARE_THRESHOLD_HALF
 
 /* A state to move to is a real value of the column's type: the type says so. */
 static Datum
@@ -236,8 +236,7 @@ inbox_transition(PG_FUNCTION_ARGS)
 		PG_RETURN_DATUM(enum_label(call_signature(fcinfo)->rettype, outcome));
 	}
 
-	if (SPI_connect() != SPI_OK_CONNECT)
-		elog(ERROR, "SPI_connect failed");
+	spi_connect();
 
 	statement = statement_cache_get(sql->sql[0], nkeys + 2, types);
 	statement_execute(statement, values, nulls);

@@ -360,8 +360,8 @@ decide_from_index(UpsertPlan *plan, bool *exists)
  * has INSERT triggers, nor update first when it has statement-level UPDATE
  * triggers: they fire on the attempt, and a replay must fire none.
  */
-#define FRESH_FIRST_THRESHOLD 512
-#define UPDATE_FIRST_THRESHOLD 512
+#define FRESH_FIRST_THRESHOLD SHARE_THRESHOLD_HALF
+#define UPDATE_FIRST_THRESHOLD SHARE_THRESHOLD_HALF
 
 static bool
 has_insert_triggers(Relation rel)
@@ -449,8 +449,7 @@ run_upsert(UpsertPlan *plan, const ShapeStatements *sql)
 {
 	const char *outcome = NULL;
 
-	if (SPI_connect() != SPI_OK_CONNECT)
-		elog(ERROR, "SPI_connect failed");
+	spi_connect();
 	if (try_insert_first(plan, sql))
 		outcome = "inserted";
 	else if (sql->update_rate >= UPDATE_FIRST_THRESHOLD &&
@@ -543,8 +542,7 @@ row_to_jsonb(Datum row, Oid rowtype)
 	bool		isnull;
 	Jsonb	   *result;
 
-	if (SPI_connect() != SPI_OK_CONNECT)
-		elog(ERROR, "SPI_connect failed");
+	spi_connect();
 	statement = statement_cache_get("SELECT pg_catalog.to_jsonb($1)", 1, argtypes);
 	statement_execute(statement, values, nulls);
 	result = DatumGetJsonbP(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
