@@ -73,6 +73,31 @@ LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY INVOKER;
 COMMENT ON FUNCTION @extschema@.drop_inbox(pg_catalog.regclass) IS
     'drop an inbox table and its claims; needs the privileges of DROP TABLE';
 
+CREATE FUNCTION @extschema@.set_retention(inbox pg_catalog.regclass, retention pg_catalog.interval)
+RETURNS void
+AS 'MODULE_PATHNAME', 'inbox_set_retention'
+LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY INVOKER;
+COMMENT ON FUNCTION @extschema@.set_retention(pg_catalog.regclass, pg_catalog.interval) IS
+    'change an inbox''s dedup window (NULL: keep claims forever); owner only';
+
+CREATE FUNCTION @extschema@.purge(inbox pg_catalog.regclass, batch pg_catalog.int4 DEFAULT 10000)
+RETURNS pg_catalog.int8
+AS 'MODULE_PATHNAME', 'inbox_purge'
+LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY INVOKER;
+COMMENT ON FUNCTION @extschema@.purge(pg_catalog.regclass, pg_catalog.int4) IS
+    'delete up to batch claims that have left the inbox''s retention window, oldest first; returns how many';
+
+/*
+ * Forgetting claims is what lets a redelivery through: dropping an inbox, changing
+ * its window and purging it decide how long duplicates are caught, which is the
+ * operator's call, not every consumer's.  So they are not granted to PUBLIC; grant
+ * them to the role that administers the consumers.  (Each also runs with the
+ * caller's rights on the table: DROP needs ownership, purge needs DELETE.)
+ */
+REVOKE ALL ON FUNCTION @extschema@.drop_inbox(pg_catalog.regclass) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.set_retention(pg_catalog.regclass, pg_catalog.interval) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.purge(pg_catalog.regclass, pg_catalog.int4) FROM PUBLIC;
+
 -- A plain DROP TABLE of an inbox must not leave a registry row behind, or a later
 -- table that happens to get the same OID would be taken for an inbox.  Definer rights
 -- because the dropping user may not own the registry.
@@ -305,3 +330,181 @@ CREATE VIEW @extschema@.state_machines AS
      WHERE t.tgfoid = '@extschema@.guard_trigger()'::pg_catalog.regprocedure;
 COMMENT ON VIEW @extschema@.state_machines IS 'the state machines installed by guard_transitions';
 GRANT SELECT ON @extschema@.state_machines TO PUBLIC;
+
+/*
+ * Idempotency keys for effects that leave the database (section 4 of the SPEC).
+ * The same inbox table carries them: fingerprint, result, and a lease (token,
+ * lease_until and, for session-bound leases, the holder's backend).
+ */
+CREATE FUNCTION @extschema@.fingerprint(payload pg_catalog.jsonb)
+RETURNS pg_catalog.bytea AS 'MODULE_PATHNAME', 'inbox_fingerprint'
+LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION @extschema@.fingerprint(pg_catalog.jsonb) IS
+    'SHA-256 of a jsonb document in canonical form: key order, whitespace and 1.0 versus 1 do not matter';
+
+CREATE FUNCTION @extschema@.claim(inbox pg_catalog.regclass, message_id pg_catalog.text,
+                                  fingerprint pg_catalog.bytea)
+RETURNS boolean AS 'MODULE_PATHNAME', 'inbox_claim'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+CREATE FUNCTION @extschema@.claim(inbox pg_catalog.regclass, message_id pg_catalog.uuid,
+                                  fingerprint pg_catalog.bytea)
+RETURNS boolean AS 'MODULE_PATHNAME', 'inbox_claim'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+CREATE FUNCTION @extschema@.claim(inbox pg_catalog.regclass, message_id pg_catalog.int8,
+                                  fingerprint pg_catalog.bytea)
+RETURNS boolean AS 'MODULE_PATHNAME', 'inbox_claim'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION @extschema@.claim(pg_catalog.regclass, pg_catalog.text, pg_catalog.bytea) IS
+    'claim a message id with a request fingerprint; a claim with another fingerprint is an error (22I01)';
+COMMENT ON FUNCTION @extschema@.claim(pg_catalog.regclass, pg_catalog.uuid, pg_catalog.bytea) IS
+    'claim a message id with a request fingerprint; a claim with another fingerprint is an error (22I01)';
+COMMENT ON FUNCTION @extschema@.claim(pg_catalog.regclass, pg_catalog.int8, pg_catalog.bytea) IS
+    'claim a message id with a request fingerprint; a claim with another fingerprint is an error (22I01)';
+
+CREATE FUNCTION @extschema@.complete(inbox pg_catalog.regclass, message_id pg_catalog.text,
+                                     result pg_catalog.jsonb)
+RETURNS void AS 'MODULE_PATHNAME', 'inbox_complete'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+CREATE FUNCTION @extschema@.complete(inbox pg_catalog.regclass, message_id pg_catalog.uuid,
+                                     result pg_catalog.jsonb)
+RETURNS void AS 'MODULE_PATHNAME', 'inbox_complete'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+CREATE FUNCTION @extschema@.complete(inbox pg_catalog.regclass, message_id pg_catalog.int8,
+                                     result pg_catalog.jsonb)
+RETURNS void AS 'MODULE_PATHNAME', 'inbox_complete'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION @extschema@.complete(pg_catalog.regclass, pg_catalog.text, pg_catalog.jsonb) IS
+    'store the result of a claimed message, to replay to duplicates';
+COMMENT ON FUNCTION @extschema@.complete(pg_catalog.regclass, pg_catalog.uuid, pg_catalog.jsonb) IS
+    'store the result of a claimed message, to replay to duplicates';
+COMMENT ON FUNCTION @extschema@.complete(pg_catalog.regclass, pg_catalog.int8, pg_catalog.jsonb) IS
+    'store the result of a claimed message, to replay to duplicates';
+
+CREATE FUNCTION @extschema@.result(inbox pg_catalog.regclass, message_id pg_catalog.text)
+RETURNS pg_catalog.jsonb AS 'MODULE_PATHNAME', 'inbox_result'
+LANGUAGE C STABLE PARALLEL UNSAFE;
+CREATE FUNCTION @extschema@.result(inbox pg_catalog.regclass, message_id pg_catalog.uuid)
+RETURNS pg_catalog.jsonb AS 'MODULE_PATHNAME', 'inbox_result'
+LANGUAGE C STABLE PARALLEL UNSAFE;
+CREATE FUNCTION @extschema@.result(inbox pg_catalog.regclass, message_id pg_catalog.int8)
+RETURNS pg_catalog.jsonb AS 'MODULE_PATHNAME', 'inbox_result'
+LANGUAGE C STABLE PARALLEL UNSAFE;
+COMMENT ON FUNCTION @extschema@.result(pg_catalog.regclass, pg_catalog.text) IS
+    'the stored result of a message, or NULL';
+COMMENT ON FUNCTION @extschema@.result(pg_catalog.regclass, pg_catalog.uuid) IS
+    'the stored result of a message, or NULL';
+COMMENT ON FUNCTION @extschema@.result(pg_catalog.regclass, pg_catalog.int8) IS
+    'the stored result of a message, or NULL';
+
+CREATE TYPE @extschema@.lease_status AS ENUM ('acquired', 'in_progress', 'completed');
+COMMENT ON TYPE @extschema@.lease_status IS
+    'result of acquire: acquired (run the effect, then finish), in_progress (another live attempt), completed (replay the stored result)';
+
+-- Fencing tokens: one sequence, so no token is ever handed out twice, not even
+-- for a key released or purged and acquired again.  Its position is dumped with
+-- the data, so a restored database keeps handing out higher tokens.
+CREATE SEQUENCE @extschema@.lease_tokens;
+COMMENT ON SEQUENCE @extschema@.lease_tokens IS 'fencing tokens handed out by acquire';
+SELECT pg_catalog.pg_extension_config_dump('@extschema@.lease_tokens', '');
+
+CREATE FUNCTION @extschema@.acquire(inbox pg_catalog.regclass, key pg_catalog.text,
+                                    lease pg_catalog.interval,
+                                    fingerprint pg_catalog.bytea DEFAULT NULL,
+                                    session_bound boolean DEFAULT false,
+                                    OUT status @extschema@.lease_status, OUT token pg_catalog.int8,
+                                    OUT result pg_catalog.jsonb)
+RETURNS record AS 'MODULE_PATHNAME', 'inbox_acquire'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+CREATE FUNCTION @extschema@.acquire(inbox pg_catalog.regclass, key pg_catalog.uuid,
+                                    lease pg_catalog.interval,
+                                    fingerprint pg_catalog.bytea DEFAULT NULL,
+                                    session_bound boolean DEFAULT false,
+                                    OUT status @extschema@.lease_status, OUT token pg_catalog.int8,
+                                    OUT result pg_catalog.jsonb)
+RETURNS record AS 'MODULE_PATHNAME', 'inbox_acquire'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+CREATE FUNCTION @extschema@.acquire(inbox pg_catalog.regclass, key pg_catalog.int8,
+                                    lease pg_catalog.interval,
+                                    fingerprint pg_catalog.bytea DEFAULT NULL,
+                                    session_bound boolean DEFAULT false,
+                                    OUT status @extschema@.lease_status, OUT token pg_catalog.int8,
+                                    OUT result pg_catalog.jsonb)
+RETURNS record AS 'MODULE_PATHNAME', 'inbox_acquire'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION @extschema@.acquire(pg_catalog.regclass, pg_catalog.text, pg_catalog.interval, pg_catalog.bytea, boolean) IS
+    'take a lease on an idempotency key, commit, then run the outside effect: acquired, in_progress or completed';
+COMMENT ON FUNCTION @extschema@.acquire(pg_catalog.regclass, pg_catalog.uuid, pg_catalog.interval, pg_catalog.bytea, boolean) IS
+    'take a lease on an idempotency key, commit, then run the outside effect: acquired, in_progress or completed';
+COMMENT ON FUNCTION @extschema@.acquire(pg_catalog.regclass, pg_catalog.int8, pg_catalog.interval, pg_catalog.bytea, boolean) IS
+    'take a lease on an idempotency key, commit, then run the outside effect: acquired, in_progress or completed';
+
+CREATE FUNCTION @extschema@.finish(inbox pg_catalog.regclass, key pg_catalog.text,
+                                   token pg_catalog.int8, result pg_catalog.jsonb DEFAULT NULL)
+RETURNS void AS 'MODULE_PATHNAME', 'inbox_finish'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+CREATE FUNCTION @extschema@.finish(inbox pg_catalog.regclass, key pg_catalog.uuid,
+                                   token pg_catalog.int8, result pg_catalog.jsonb DEFAULT NULL)
+RETURNS void AS 'MODULE_PATHNAME', 'inbox_finish'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+CREATE FUNCTION @extschema@.finish(inbox pg_catalog.regclass, key pg_catalog.int8,
+                                   token pg_catalog.int8, result pg_catalog.jsonb DEFAULT NULL)
+RETURNS void AS 'MODULE_PATHNAME', 'inbox_finish'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION @extschema@.finish(pg_catalog.regclass, pg_catalog.text, pg_catalog.int8, pg_catalog.jsonb) IS
+    'mark the lease''s attempt done and store its result; a stale token is an error (55I01)';
+COMMENT ON FUNCTION @extschema@.finish(pg_catalog.regclass, pg_catalog.uuid, pg_catalog.int8, pg_catalog.jsonb) IS
+    'mark the lease''s attempt done and store its result; a stale token is an error (55I01)';
+COMMENT ON FUNCTION @extschema@.finish(pg_catalog.regclass, pg_catalog.int8, pg_catalog.int8, pg_catalog.jsonb) IS
+    'mark the lease''s attempt done and store its result; a stale token is an error (55I01)';
+
+CREATE FUNCTION @extschema@.release(inbox pg_catalog.regclass, key pg_catalog.text,
+                                    token pg_catalog.int8)
+RETURNS void AS 'MODULE_PATHNAME', 'inbox_release'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+CREATE FUNCTION @extschema@.release(inbox pg_catalog.regclass, key pg_catalog.uuid,
+                                    token pg_catalog.int8)
+RETURNS void AS 'MODULE_PATHNAME', 'inbox_release'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+CREATE FUNCTION @extschema@.release(inbox pg_catalog.regclass, key pg_catalog.int8,
+                                    token pg_catalog.int8)
+RETURNS void AS 'MODULE_PATHNAME', 'inbox_release'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION @extschema@.release(pg_catalog.regclass, pg_catalog.text, pg_catalog.int8) IS
+    'forget a failed attempt so that a retry may run; a stale token is an error (55I01)';
+COMMENT ON FUNCTION @extschema@.release(pg_catalog.regclass, pg_catalog.uuid, pg_catalog.int8) IS
+    'forget a failed attempt so that a retry may run; a stale token is an error (55I01)';
+COMMENT ON FUNCTION @extschema@.release(pg_catalog.regclass, pg_catalog.int8, pg_catalog.int8) IS
+    'forget a failed attempt so that a retry may run; a stale token is an error (55I01)';
+
+-- Observability (section 6 of the SPEC).
+CREATE FUNCTION @extschema@.live_counters(inbox pg_catalog.regclass,
+                                          OUT claims pg_catalog.int8, OUT duplicates pg_catalog.int8,
+                                          OUT in_progress pg_catalog.int8,
+                                          OUT fingerprint_conflicts pg_catalog.int8,
+                                          OUT takeovers pg_catalog.int8, OUT purged pg_catalog.int8)
+RETURNS record AS 'MODULE_PATHNAME', 'inbox_live_counters'
+LANGUAGE C VOLATILE PARALLEL SAFE;
+COMMENT ON FUNCTION @extschema@.live_counters(pg_catalog.regclass) IS
+    'counters of an inbox since the server started; NULL unless the library is in shared_preload_libraries';
+
+CREATE FUNCTION @extschema@.oldest_claim(inbox pg_catalog.regclass)
+RETURNS pg_catalog.timestamptz AS 'MODULE_PATHNAME', 'inbox_oldest_claim'
+LANGUAGE C STABLE PARALLEL UNSAFE;
+COMMENT ON FUNCTION @extschema@.oldest_claim(pg_catalog.regclass) IS
+    'when the oldest claim still stored was made; NULL if none or if the caller may not read the inbox';
+
+CREATE VIEW @extschema@.stats AS
+    SELECT r.relid AS inbox,
+           c.claims,
+           c.duplicates,
+           c.in_progress,
+           c.fingerprint_conflicts,
+           c.takeovers,
+           c.purged,
+           @extschema@.oldest_claim(r.relid) AS oldest_claim
+      FROM @extschema@.registry r
+     CROSS JOIN LATERAL @extschema@.live_counters(r.relid) c
+     WHERE EXISTS (SELECT 1 FROM pg_catalog.pg_class k WHERE k.oid = r.relid);
+COMMENT ON VIEW @extschema@.stats IS
+    'per inbox: claims, duplicates, in-progress answers, fingerprint conflicts, leases taken over and purged claims since the server started (NULL unless preloaded), and the oldest claim';
+GRANT SELECT ON @extschema@.stats TO PUBLIC;

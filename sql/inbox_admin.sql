@@ -66,8 +66,14 @@ SELECT inbox.claim('renamed_inbox', 'm1');
 SELECT inbox.claim('renamed_inbox', 'm1');
 SELECT inbox.drop_inbox('renamed_inbox');
 
--- Only the owner of an inbox may drop it; nobody may write the registry directly.
+-- Dropping is an administrator's function (not granted to PUBLIC), and even with
+-- EXECUTE only the owner of an inbox may drop it; nobody may write the registry.
 CREATE ROLE regress_inbox_stranger;
+SET ROLE regress_inbox_stranger;
+SELECT inbox.drop_inbox('payments_inbox');
+\echo :SQLSTATE
+RESET ROLE;
+GRANT EXECUTE ON FUNCTION inbox.drop_inbox(regclass) TO regress_inbox_stranger;
 SET ROLE regress_inbox_stranger;
 SELECT inbox.drop_inbox('payments_inbox');
 \echo :SQLSTATE
@@ -75,5 +81,6 @@ INSERT INTO inbox.registry (relid, key_type) VALUES ('plain_table', 'text');
 \echo :SQLSTATE
 SELECT count(*) > 0 AS can_list FROM inbox.inboxes;
 RESET ROLE;
+REVOKE EXECUTE ON FUNCTION inbox.drop_inbox(regclass) FROM regress_inbox_stranger;
 DROP ROLE regress_inbox_stranger;
 DROP TABLE plain_table;

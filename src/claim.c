@@ -41,49 +41,6 @@
 #include "inbox.h"
 
 /*
- * What a dirty snapshot sees of an id: nothing, a claim that is committed or our
- * own, or a claim another open transaction is inserting or deleting.  A dirty
- * snapshot reports that other transaction in xmin (inserter) or xmax (deleter).
- */
-typedef enum ProbeResult
-{
-	PROBE_ABSENT,
-	PROBE_PRESENT,
-	PROBE_IN_PROGRESS
-} ProbeResult;
-
-static ProbeResult
-probe_claim(InboxInfo *inbox, Datum message_id)
-{
-	/* registry_lookup locked the inbox already. */
-	Relation	heap = table_open(inbox->relid, NoLock);
-	Relation	index = index_open(inbox->pkindex, AccessShareLock);
-	SnapshotData dirty;
-	ScanKeyData key;
-	IndexScanDesc scan;
-	TupleTableSlot *slot;
-	ProbeResult result = PROBE_ABSENT;
-
-	InitDirtySnapshot(dirty);
-	ScanKeyInit(&key, 1, BTEqualStrategyNumber, inbox->key_eq, message_id);
-	key.sk_collation = index->rd_indcollation[0];
-
-	scan = index_beginscan(heap, index, &dirty, 1, 0);
-	index_rescan(scan, &key, 1, NULL, 0);
-	slot = table_slot_create(heap, NULL);
-	while (result != PROBE_IN_PROGRESS && index_getnext_slot(scan, ForwardScanDirection, slot))
-		result = (TransactionIdIsValid(dirty.xmin) || TransactionIdIsValid(dirty.xmax)) ?
-			PROBE_IN_PROGRESS : PROBE_PRESENT;
-
-	ExecDropSingleTupleTableSlot(slot);
-	index_endscan(scan);
-	index_close(index, AccessShareLock);
-	table_close(heap, NoLock);
-
-	return result;
-}
-
-/*
  * The duplicate that needs no INSERT: under READ COMMITTED a claim that is
  * committed (or our own) is a duplicate, exactly as ON CONFLICT DO NOTHING would
  * decide, and answering from the index alone skips the executor.  Snapshot
@@ -91,35 +48,17 @@ probe_claim(InboxInfo *inbox, Datum message_id)
  * snapshot, so it always takes the INSERT path, which raises 40001 if not.
  */
 static bool
-is_plain_duplicate(ProbeResult probe)
+is_plain_duplicate(const ClaimRow *row)
 {
-	return probe == PROBE_PRESENT && !IsolationUsesXactSnapshot();
-}
-
-/* The INSERT path; SPI must be connected. */
-static bool
-claim_insert(InboxInfo *inbox, Datum message_id)
-{
-	if (inbox->claim_plan == NULL)
-	{
-		Oid			argtypes[1] = {inbox->keytype};
-
-		inbox->claim_plan = spi_prepare_kept(
-			psprintf("INSERT INTO %s (message_id) VALUES ($1) "
-					 "ON CONFLICT (message_id) DO NOTHING", inbox->qualname),
-			1, argtypes);
-	}
-
-	spi_execute_expect(inbox->claim_plan, &message_id, NULL, SPI_OK_INSERT);
-	return SPI_processed == 1;
+	return row->state == ROW_PRESENT && !IsolationUsesXactSnapshot();
 }
 
 /*
  * The probe pays for itself only when duplicates are common: on a fresh id it is
  * a second descent of the index that the INSERT repeats anyway.  So each backend
- * keeps, per inbox, a moving average of how often claims were duplicates (in
- * 1/1024ths, each claim weighing 1/16) and probes first only above one in four.
- * Both paths give the same answer; this only picks the cheaper one.
+ * keeps, per inbox, a moving average of how often claims were duplicates and
+ * probes first only above one in four.  Both paths give the same answer; this
+ * only picks the cheaper one.
  */
 #define DUP_PROBE_THRESHOLD (SHARE_SCALE / 4)
 
@@ -127,21 +66,98 @@ static bool
 record_outcome(InboxInfo *inbox, bool duplicate)
 {
 	share_record(&inbox->dup_rate, duplicate);
+	stats_count(inbox, duplicate ? COUNT_DUPLICATES : COUNT_CLAIMS, 1);
 	return !duplicate;
+}
+
+/* The INSERT; true when it wrote the claim.  SPI must be connected. */
+static bool
+claim_insert(InboxInfo *inbox, Datum message_id, bytea *fingerprint)
+{
+	Datum		values[6] = {message_id, PointerGetDatum(fingerprint)};
+	char		nulls[6] = {' ', fingerprint ? ' ' : 'n', 'n', 'n', 'n', 'n'};
+
+	if (fingerprint == NULL)
+		return inbox_execute(inbox, SQL_CLAIM, values, NULL) == 1;
+	return inbox_execute(inbox, SQL_CLAIM_FULL, values, nulls) == 1;
+}
+
+/* A fresh claim in place of an expired one; false if the row changed meanwhile. */
+static bool
+claim_reclaim(InboxInfo *inbox, Datum message_id, bytea *fingerprint, TimestampTz now)
+{
+	Datum		values[8] = {message_id, PointerGetDatum(fingerprint), 0, 0, 0, 0,
+							 TimestampTzGetDatum(retention_cutoff(inbox, now)),
+							 TimestampTzGetDatum(now)};
+	char		nulls[8] = {' ', fingerprint ? ' ' : 'n', 'n', 'n', 'n', 'n', ' ', ' '};
+
+	return inbox_execute(inbox, SQL_RECLAIM, values, nulls) == 1;
+}
+
+/*
+ * A claim that must look at the row it conflicts with: to compare fingerprints,
+ * or to treat a claim older than the inbox's retention as absent.  Each pass
+ * either writes, or reads a committed row and answers from it; a row that another
+ * transaction is changing is waited for, and one that vanished is tried again.
+ */
+static bool
+claim_checked(InboxInfo *inbox, Datum message_id, bytea *fingerprint)
+{
+	/* Under snapshot isolation only the INSERT can tell a visible claim (see above). */
+	bool		probe_first = inbox->dup_rate >= DUP_PROBE_THRESHOLD &&
+		!IsolationUsesXactSnapshot();
+
+	for (;;)
+	{
+		ClaimRow	row;
+		TimestampTz now;
+
+		CHECK_FOR_INTERRUPTS();
+		if (!probe_first && claim_insert(inbox, message_id, fingerprint))
+			return record_outcome(inbox, false);
+		probe_first = false;
+
+		claim_row_read(inbox, message_id, true, &row);
+		if (row.state == ROW_ABSENT)
+			continue;
+		if (row.state != ROW_PRESENT)
+		{
+			claim_row_wait(inbox, &row);
+			continue;
+		}
+
+		now = GetCurrentTimestamp();
+		if (claim_row_expired(inbox, &row, now))
+		{
+			if (claim_reclaim(inbox, message_id, fingerprint, now))
+				return record_outcome(inbox, false);
+			continue;
+		}
+		fingerprint_check(inbox, message_id, &row, fingerprint);
+		return record_outcome(inbox, true);
+	}
 }
 
 /*
  * Claim one id.  SPI must be connected.  True when the claim row was written by
  * this call, false when the id was already claimed (committed, or earlier in this
- * transaction).
+ * transaction).  fingerprint may be NULL.
  */
 bool
-claim_one(InboxInfo *inbox, Datum message_id)
+claim_one(InboxInfo *inbox, Datum message_id, bytea *fingerprint)
 {
-	if (inbox->dup_rate >= DUP_PROBE_THRESHOLD &&
-		is_plain_duplicate(probe_claim(inbox, message_id)))
-		return record_outcome(inbox, true);
-	return record_outcome(inbox, !claim_insert(inbox, message_id));
+	ClaimRow	row;
+
+	if (inbox->has_retention || fingerprint != NULL)
+		return claim_checked(inbox, message_id, fingerprint);
+
+	if (inbox->dup_rate >= DUP_PROBE_THRESHOLD)
+	{
+		claim_row_read(inbox, message_id, false, &row);
+		if (is_plain_duplicate(&row))
+			return record_outcome(inbox, true);
+	}
+	return record_outcome(inbox, !claim_insert(inbox, message_id, NULL));
 }
 
 PG_FUNCTION_INFO_V1(inbox_claim);
@@ -151,10 +167,11 @@ inbox_claim(PG_FUNCTION_ARGS)
 	const CallSignature *sig = call_signature(fcinfo);
 	InboxInfo  *inbox = registry_lookup(fcinfo, 0, RowExclusiveLock);
 	Datum		id = message_id_from_arg(fcinfo, 1, sig->keytype, inbox);
+	bytea	   *fingerprint = fingerprint_arg(fcinfo, 2);
 	bool		claimed;
 
 	spi_connect();
-	claimed = claim_one(inbox, id);
+	claimed = claim_one(inbox, id, fingerprint);
 	SPI_finish();
 
 	PG_RETURN_BOOL(claimed);
@@ -164,7 +181,7 @@ inbox_claim(PG_FUNCTION_ARGS)
  * try_claim answers in_progress instead of waiting.  Between the probe and the
  * INSERT another transaction may still slip in a claim of the same id; the INSERT
  * then waits for it like claim does, which keeps the answer right at the cost of
- * a wait that is as short as that race.
+ * a wait that is as short as that race.  A live lease is in progress too.
  */
 PG_FUNCTION_INFO_V1(inbox_try_claim);
 Datum
@@ -173,17 +190,26 @@ inbox_try_claim(PG_FUNCTION_ARGS)
 	const CallSignature *sig = call_signature(fcinfo);
 	InboxInfo  *inbox = registry_lookup(fcinfo, 0, RowExclusiveLock);
 	Datum		id = message_id_from_arg(fcinfo, 1, sig->keytype, inbox);
-	ProbeResult probe = probe_claim(inbox, id);
+	bool		columns = inbox->columns[COL_LEASE_UNTIL] != InvalidAttrNumber;
+	ClaimRow	row;
 	const char *status;
 
-	if (probe == PROBE_IN_PROGRESS)
+	claim_row_read(inbox, id, columns, &row);
+	if (row.state == ROW_INSERTING ||
+		(row.state == ROW_PRESENT && claim_row_lease_live(&row, GetCurrentTimestamp())))
+	{
+		stats_count(inbox, COUNT_IN_PROGRESS, 1);
 		status = "in_progress";
-	else if (is_plain_duplicate(probe))
+	}
+	else if (is_plain_duplicate(&row) && !inbox->has_retention)
+	{
+		record_outcome(inbox, true);
 		status = "duplicate";
+	}
 	else
 	{
 		spi_connect();
-		status = claim_insert(inbox, id) ? "claimed" : "duplicate";
+		status = claim_one(inbox, id, NULL) ? "claimed" : "duplicate";
 		SPI_finish();
 	}
 
@@ -343,19 +369,22 @@ inbox_claim_many(PG_FUNCTION_ARGS)
 	fresh = fresh_ids_set(nids);
 
 	spi_connect();
-	if (inbox->claim_many_plan == NULL)
+	if (inbox->has_retention)
 	{
-		Oid			argtypes[1] = {get_array_type(inbox->keytype)};
+		TimestampTz now = GetCurrentTimestamp();
+		Datum		values[3] = {PointerGetDatum(batch),
+								 TimestampTzGetDatum(retention_cutoff(inbox, now)),
+								 TimestampTzGetDatum(now)};
 
-		inbox->claim_many_plan = spi_prepare_kept(
-			psprintf("INSERT INTO %s (message_id) "
-					 "SELECT u.id FROM pg_catalog.unnest($1) AS u(id) ORDER BY 1 "
-					 "ON CONFLICT (message_id) DO NOTHING RETURNING message_id",
-					 inbox->qualname),
-			1, argtypes);
+		inbox_execute(inbox, SQL_CLAIM_MANY_WINDOW, values, NULL);
 	}
-	arg = PointerGetDatum(batch);
-	spi_execute_expect(inbox->claim_many_plan, &arg, NULL, SPI_OK_INSERT_RETURNING);
+	else
+	{
+		arg = PointerGetDatum(batch);
+		inbox_execute(inbox, SQL_CLAIM_MANY, &arg, NULL);
+	}
+	stats_count(inbox, COUNT_CLAIMS, SPI_processed);
+	stats_count(inbox, COUNT_DUPLICATES, nids - (int64) SPI_processed);
 
 	/* Copy the fresh ids out of SPI's memory before SPI_finish frees it. */
 	oldcxt = MemoryContextSwitchTo(callcxt);

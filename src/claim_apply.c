@@ -154,7 +154,7 @@ claim_then_apply(InboxInfo *inbox, Datum id, StatementPlan *statement, Statement
 	PG_TRY();
 	{
 		statement_convert_args(statement, args->values, args->nulls);
-		claimed = claim_one(inbox, id);
+		claimed = claim_one(inbox, id, NULL);
 		if (claimed)
 			statement_execute(statement, args->values, args->nulls);
 	}

@@ -39,4 +39,34 @@
 #define compat_table_ownercheck(relid, roleid) pg_class_ownercheck((relid), (roleid))
 #endif
 
+/*
+ * Backend status: its own header from 14; the per-index accessor renamed in 17;
+ * the activity snapshot cleared on its own from 15.
+ */
+#if PG_VERSION_NUM >= 140000
+#include "utils/backend_status.h"
+#else
+#include "pgstat.h"
+#endif
+#if PG_VERSION_NUM >= 170000
+#define compat_local_beentry(i) pgstat_get_local_beentry_by_index(i)
+#else
+#define compat_local_beentry(i) pgstat_fetch_stat_local_beentry(i)
+#endif
+#if PG_VERSION_NUM >= 150000
+#define compat_clear_backend_snapshot() pgstat_clear_backend_activity_snapshot()
+#else
+#define compat_clear_backend_snapshot() pgstat_clear_snapshot()
+#endif
+
+/* PostgreSQL 15 added a hook for requesting shared memory; before, _PG_init asked. */
+#if PG_VERSION_NUM >= 150000
+#define COMPAT_HAS_SHMEM_REQUEST_HOOK 1
+#endif
+
+/* PostgreSQL 14 made cryptographic hashes allocate and fail cleanly. */
+#if PG_VERSION_NUM >= 140000
+#define COMPAT_HAS_CRYPTOHASH 1
+#endif
+
 #endif							/* INBOX_COMPAT_H */

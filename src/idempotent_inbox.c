@@ -21,5 +21,9 @@ _PG_init(void)
 	row_values_init();
 	shape_cache_init();
 
+	/* Shared memory and the background worker exist only when preloaded. */
+	stats_init();
+	purge_worker_init();
+
 	compat_reserve_guc_prefix("idempotent_inbox");
 }

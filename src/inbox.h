@@ -14,14 +14,79 @@
 #include "postgres.h"
 
 #include "executor/spi.h"
+#include "access/attnum.h"
 #include "fmgr.h"
+#include "storage/itemptr.h"
 #include "storage/lockdefs.h"
 #include "utils/array.h"
 #include "utils/jsonb.h"
 #include "utils/relcache.h"
+#include "utils/timestamp.h"
+
+/*
+ * Our own SQLSTATEs: the standard class, and a subclass starting with I, which
+ * the standard leaves to implementations.
+ */
+#define ERRCODE_IDEMPOTENCY_KEY_REUSED	MAKE_SQLSTATE('2','2','I','0','1')
+#define ERRCODE_STALE_LEASE_TOKEN		MAKE_SQLSTATE('5','5','I','0','1')
 
 /* Longest message id we accept, in bytes; keeps claims well inside an index tuple. */
 #define INBOX_MAX_ID_BYTES 1024
+
+/*
+ * The statements a backend prepares per inbox, from the templates in
+ * inbox_sql.c.  Each is prepared on first use and kept until the inbox's cache
+ * entry is reloaded (the table may have been renamed).
+ */
+typedef enum InboxStatement
+{
+	SQL_CLAIM,					/* INSERT ... ON CONFLICT DO NOTHING */
+	SQL_CLAIM_MANY,				/* batch variant, RETURNING the fresh ids */
+	SQL_CLAIM_MANY_WINDOW,		/* the same, renewing expired claims */
+	SQL_CLAIM_FULL,				/* a claim or lease with every column given */
+	SQL_RECLAIM,				/* a fresh claim over an expired one */
+	SQL_TAKEOVER,				/* a new lease over a stale one */
+	SQL_FINISH,
+	SQL_RELEASE,
+	SQL_COMPLETE,
+	SQL_RESULT,
+	SQL_PURGE,
+	SQL_OLDEST,
+	SQL_NUM_STATEMENTS
+} InboxStatement;
+
+/*
+ * The columns create_inbox makes, found by name when an entry is loaded.  Only
+ * message_id and claimed_at are needed by plain claims; the others carry
+ * fingerprints, stored results and leases.
+ */
+typedef enum InboxColumn
+{
+	COL_CLAIMED_AT,
+	COL_FINGERPRINT,
+	COL_RESULT,
+	COL_TOKEN,
+	COL_LEASE_UNTIL,
+	COL_HOLDER_PID,
+	COL_HOLDER_STARTED,
+	INBOX_NUM_COLUMNS
+} InboxColumn;
+
+extern const char *const inbox_column_names[INBOX_NUM_COLUMNS];
+
+/* Shared-memory counters of one inbox (stats.c); NULL when not preloaded. */
+typedef struct InboxCounters InboxCounters;
+
+typedef enum InboxCounter
+{
+	COUNT_CLAIMS,
+	COUNT_DUPLICATES,
+	COUNT_IN_PROGRESS,
+	COUNT_FINGERPRINT_CONFLICTS,
+	COUNT_TAKEOVERS,
+	COUNT_PURGED,
+	COUNT_NUM_COUNTERS
+} InboxCounter;
 
 /*
  * What a backend remembers about one inbox.  Entries live in a hash keyed by the
@@ -36,10 +101,43 @@ typedef struct InboxInfo
 	Oid			pkindex;		/* the message_id primary key index */
 	RegProcedure key_eq;		/* equality proc of that index, for probes */
 	char	   *qualname;		/* quoted, schema-qualified table name */
-	SPIPlanPtr	claim_plan;		/* single INSERT ... ON CONFLICT DO NOTHING */
-	SPIPlanPtr	claim_many_plan;	/* batch variant, RETURNING the fresh ids */
+	bool		has_retention;	/* claims older than retention count as absent */
+	Interval	retention;
+	AttrNumber	columns[INBOX_NUM_COLUMNS];	/* attnums, by InboxColumn */
+	SPIPlanPtr	plans[SQL_NUM_STATEMENTS];
+	InboxCounters *counters;	/* looked up once per load; NULL if not preloaded */
 	int			dup_rate;		/* recent share of duplicates, see claim_one */
 } InboxInfo;
+
+/*
+ * One claim as a dirty snapshot sees it (claim_row.c).  Another transaction may be
+ * inserting it (a claim not yet committed) or changing it (finishing, taking over,
+ * purging); xid names that transaction, to wait for or to report.
+ */
+typedef enum RowState
+{
+	ROW_ABSENT,
+	ROW_PRESENT,				/* committed, or written by this transaction */
+	ROW_INSERTING,
+	ROW_CHANGING
+} RowState;
+
+typedef struct ClaimRow
+{
+	RowState	state;
+	TransactionId xid;
+	ItemPointerData tid;
+	/* The columns below are read only when asked for, and only when present. */
+	TimestampTz claimed_at;
+	bytea	   *fingerprint;	/* NULL when none was given */
+	Jsonb	   *result;			/* NULL when none is stored */
+	bool		has_token;
+	int64		token;
+	bool		leased;			/* lease_until is set: an attempt is running */
+	TimestampTz lease_until;
+	int32		holder_pid;		/* 0 unless the lease is session-bound */
+	TimestampTz holder_started;
+} ClaimRow;
 
 /* What a call site of one of our SQL functions was declared with (signature.c). */
 typedef struct CallSignature
@@ -70,12 +168,23 @@ extern void _PG_init(void);
 /* registry.c */
 extern void registry_init(void);
 extern InboxInfo *registry_lookup(FunctionCallInfo fcinfo, int argno, LOCKMODE lockmode);
+extern void registry_check_owner(FunctionCallInfo fcinfo, int argno);
+extern void registry_check_retention(Interval *retention);
+extern void registry_update_retention(FunctionCallInfo fcinfo, Oid relid, Datum retention,
+									  bool retention_null);
+
+/* purge_worker.c */
+extern void purge_worker_init(void);
+
+/* retention.c */
+extern void retention_index_create(Oid relid);
 
 /* message_id.c */
 extern Datum message_id_from_arg(FunctionCallInfo fcinfo, int argno, Oid argtype,
 								 const InboxInfo *inbox);
 extern Datum message_id_from_element(Datum value, bool isnull, Oid argtype,
 									 const InboxInfo *inbox, int position);
+extern char *message_id_to_cstring(const InboxInfo *inbox, Datum message_id);
 
 /* signature.c */
 extern const CallSignature *call_signature(FunctionCallInfo fcinfo);
@@ -89,7 +198,31 @@ extern void spi_execute_expect(SPIPlanPtr plan, Datum *values, const char *nulls
 							   int expected);
 
 /* claim.c */
-extern bool claim_one(InboxInfo *inbox, Datum message_id);
+extern bool claim_one(InboxInfo *inbox, Datum message_id, bytea *fingerprint);
+
+/* claim_row.c */
+extern void claim_row_read(InboxInfo *inbox, Datum message_id, bool columns, ClaimRow *row);
+extern void claim_row_wait(InboxInfo *inbox, const ClaimRow *row);
+extern bool claim_row_expired(const InboxInfo *inbox, const ClaimRow *row, TimestampTz now);
+extern bool claim_row_lease_live(const ClaimRow *row, TimestampTz now);
+extern TimestampTz retention_cutoff(const InboxInfo *inbox, TimestampTz now);
+
+/* fingerprint.c */
+extern bytea *fingerprint_arg(FunctionCallInfo fcinfo, int argno);
+extern void fingerprint_check(InboxInfo *inbox, Datum message_id, const ClaimRow *row,
+							  const bytea *fingerprint);
+
+/* inbox_sql.c */
+extern SPIPlanPtr inbox_plan(InboxInfo *inbox, InboxStatement which);
+extern void inbox_plans_free(InboxInfo *inbox);
+extern int	inbox_execute(InboxInfo *inbox, InboxStatement which, Datum *values, const char *nulls);
+extern void inbox_require_column(const InboxInfo *inbox, InboxColumn column);
+
+/* stats.c */
+extern void stats_init(void);
+extern InboxCounters *stats_counters_for(Oid relid);
+extern void stats_count(InboxInfo *inbox, InboxCounter counter, int64 n);
+extern void stats_forget(Oid relid);
 
 /* row_fetch.c */
 extern bool row_fetch_allowed(Relation rel);

@@ -115,3 +115,14 @@ message_id_from_arg(FunctionCallInfo fcinfo, int argno, Oid argtype, const Inbox
 		value = PointerGetDatum(PG_DETOAST_DATUM_PACKED(value));
 	return message_id_from_element(value, isnull, argtype, inbox, 0);
 }
+
+/* An id as the user would write it, for messages. */
+char *
+message_id_to_cstring(const InboxInfo *inbox, Datum message_id)
+{
+	Oid			output;
+	bool		isvarlena;
+
+	getTypeOutputInfo(inbox->keytype, &output, &isvarlena);
+	return OidOutputFunctionCall(output, message_id);
+}

@@ -90,17 +90,25 @@ extension_schema(FunctionCallInfo fcinfo)
 	return get_namespace_name(nspid);
 }
 
-/* The registry's key type for relid, or InvalidOid when relid is not an inbox. */
-static Oid
-registry_key_type(FunctionCallInfo fcinfo, Oid relid)
+/* What the registry says of one inbox. */
+typedef struct RegistryRow
+{
+	Oid			keytype;		/* InvalidOid when relid is not an inbox */
+	bool		has_retention;
+	Interval	retention;
+} RegistryRow;
+
+static RegistryRow
+registry_row(FunctionCallInfo fcinfo, Oid relid)
 {
 	Oid			argtypes[1] = {REGCLASSOID};
 	Datum		values[1] = {ObjectIdGetDatum(relid)};
 	char	   *sql;
-	Oid			keytype = InvalidOid;
+	RegistryRow row;
 	int			rc;
 
-	sql = psprintf("SELECT key_type::pg_catalog.oid FROM %s.registry "
+	memset(&row, 0, sizeof(row));
+	sql = psprintf("SELECT key_type::pg_catalog.oid, retention FROM %s.registry "
 				   "WHERE relid OPERATOR(pg_catalog.=) $1",
 				   quote_identifier(extension_schema(fcinfo)));
 	RegistryRelid = get_relname_relid("registry", get_func_namespace(fcinfo->flinfo->fn_oid));
@@ -112,17 +120,22 @@ registry_key_type(FunctionCallInfo fcinfo, Oid relid)
 	if (SPI_processed == 1)
 	{
 		bool		isnull;
+		Datum		retention;
 
-		keytype = DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[0],
-												 SPI_tuptable->tupdesc, 1, &isnull));
+		row.keytype = DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[0],
+													 SPI_tuptable->tupdesc, 1, &isnull));
+		retention = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull);
+		row.has_retention = !isnull;
+		if (!isnull)
+			row.retention = *DatumGetIntervalP(retention);
 	}
 	SPI_finish();
 
-	return keytype;
+	return row;
 }
 
 static void
-load_entry(InboxInfo *entry, Oid keytype)
+load_entry(InboxInfo *entry, const RegistryRow *registered)
 {
 	Relation	rel;
 	Relation	index;
@@ -131,8 +144,7 @@ load_entry(InboxInfo *entry, Oid keytype)
 	Oid			eqop;
 
 	/* Old plans name the table as it was called; the name may have changed. */
-	spi_free_plan(&entry->claim_plan);
-	spi_free_plan(&entry->claim_many_plan);
+	inbox_plans_free(entry);
 	/* NULL at once: an error below must not leave a pointer to freed memory. */
 	if (entry->qualname != NULL)
 		pfree(entry->qualname);
@@ -155,12 +167,23 @@ load_entry(InboxInfo *entry, Oid keytype)
 	entry->key_eq = get_opcode(eqop);
 	index_close(index, AccessShareLock);
 
+	/* Columns are found by name: the user may have added or dropped some. */
+	for (int c = 0; c < INBOX_NUM_COLUMNS; c++)
+	{
+		AttrNumber	attnum = get_attnum(entry->relid, inbox_column_names[c]);
+
+		entry->columns[c] = attnum > 0 ? attnum : InvalidAttrNumber;
+	}
+
 	entry->qualname = MemoryContextStrdup(CacheMemoryContext,
 										  quote_qualified_identifier(get_namespace_name(RelationGetNamespace(rel)),
 																	 RelationGetRelationName(rel)));
 	table_close(rel, AccessShareLock);
 
-	entry->keytype = keytype;
+	entry->keytype = registered->keytype;
+	entry->has_retention = registered->has_retention;
+	entry->retention = registered->retention;
+	entry->counters = stats_counters_for(entry->relid);
 	entry->valid = true;
 }
 
@@ -175,7 +198,7 @@ registry_lookup(FunctionCallInfo fcinfo, int argno, LOCKMODE lockmode)
 	Oid			relid;
 	InboxInfo  *entry;
 	bool		found;
-	Oid			keytype;
+	RegistryRow registered;
 
 	if (PG_ARGISNULL(argno))
 		ereport(ERROR,
@@ -200,13 +223,12 @@ registry_lookup(FunctionCallInfo fcinfo, int argno, LOCKMODE lockmode)
 				(errcode(ERRCODE_UNDEFINED_TABLE),
 				 errmsg("relation with OID %u does not exist", relid)));
 
-	keytype = registry_key_type(fcinfo, relid);
-	if (!OidIsValid(keytype))
+	registered = registry_row(fcinfo, relid);
+	if (!OidIsValid(registered.keytype))
 	{
 		if (entry != NULL)
 		{
-			spi_free_plan(&entry->claim_plan);
-			spi_free_plan(&entry->claim_many_plan);
+			inbox_plans_free(entry);
 			if (entry->qualname != NULL)
 				pfree(entry->qualname);
 			hash_search(InboxCache, &relid, HASH_REMOVE, NULL);
@@ -221,12 +243,11 @@ registry_lookup(FunctionCallInfo fcinfo, int argno, LOCKMODE lockmode)
 	if (!found)
 	{
 		entry->qualname = NULL;
-		entry->claim_plan = NULL;
-		entry->claim_many_plan = NULL;
+		memset(entry->plans, 0, sizeof(entry->plans));
 		entry->dup_rate = 0;
 	}
 	entry->valid = false;
-	load_entry(entry, keytype);
+	load_entry(entry, &registered);
 	return entry;
 }
 
@@ -242,8 +263,8 @@ CheckKeyType(Oid keytype)
 }
 
 /* A retention window must be a positive span of time. */
-static void
-CheckRetention(Interval *retention)
+void
+registry_check_retention(Interval *retention)
 {
 	Interval	zero;
 
@@ -267,18 +288,19 @@ CheckPermanent(Oid nspid, const char *relname)
 				 errdetail("Claims must survive the session and a crash to deduplicate redeliveries.")));
 }
 
+/*
+ * Run one statement on the registry with its owner's rights.  Callers have already
+ * checked the caller's own rights on the inbox (they created it, or own it);
+ * recording that fact needs the registry owner's, for this one statement.
+ */
 static void
-insert_registry_row(FunctionCallInfo fcinfo, Oid relid, Oid keytype, Datum retention,
-					bool retention_null)
+registry_write(FunctionCallInfo fcinfo, const char *sql, int nargs, Oid *argtypes,
+			   Datum *values, const char *nulls, int expected)
 {
-	const char *schema = quote_identifier(extension_schema(fcinfo));
 	Oid			registry;
 	Oid			owner;
 	Oid			save_userid;
 	int			save_sec_context;
-	Oid			argtypes[3] = {REGCLASSOID, REGTYPEOID, INTERVALOID};
-	Datum		values[3] = {ObjectIdGetDatum(relid), ObjectIdGetDatum(keytype), retention};
-	char		nulls[3] = {' ', ' ', retention_null ? 'n' : ' '};
 	HeapTuple	tuple;
 	int			rc;
 
@@ -289,18 +311,43 @@ insert_registry_row(FunctionCallInfo fcinfo, Oid relid, Oid keytype, Datum reten
 	owner = ((Form_pg_class) GETSTRUCT(tuple))->relowner;
 	ReleaseSysCache(tuple);
 
-	/*
-	 * The caller has just created the table with its own rights, so it owns it;
-	 * recording that fact needs the registry owner's rights, for this one INSERT.
-	 */
 	GetUserIdAndSecContext(&save_userid, &save_sec_context);
 	SetUserIdAndSecContext(owner, save_sec_context | SECURITY_LOCAL_USERID_CHANGE);
-	rc = SPI_execute_with_args(psprintf("INSERT INTO %s.registry (relid, key_type, retention) "
-										"VALUES ($1, $2, $3)", schema),
-							   3, argtypes, values, nulls, false, 0);
+	rc = SPI_execute_with_args(sql, nargs, argtypes, values, nulls, false, 0);
 	SetUserIdAndSecContext(save_userid, save_sec_context);
-	if (rc != SPI_OK_INSERT)
-		elog(ERROR, "registry insert returned %s", SPI_result_code_string(rc));
+	if (rc != expected || SPI_processed != 1)
+		elog(ERROR, "registry write returned %s for %lu rows",
+			 SPI_result_code_string(rc), (unsigned long) SPI_processed);
+}
+
+static void
+insert_registry_row(FunctionCallInfo fcinfo, Oid relid, Oid keytype, Datum retention,
+					bool retention_null)
+{
+	Oid			argtypes[3] = {REGCLASSOID, REGTYPEOID, INTERVALOID};
+	Datum		values[3] = {ObjectIdGetDatum(relid), ObjectIdGetDatum(keytype), retention};
+	char		nulls[3] = {' ', ' ', retention_null ? 'n' : ' '};
+
+	registry_write(fcinfo,
+				   psprintf("INSERT INTO %s.registry (relid, key_type, retention) "
+							"VALUES ($1, $2, $3)", quote_identifier(extension_schema(fcinfo))),
+				   3, argtypes, values, nulls, SPI_OK_INSERT);
+}
+
+/* set_retention's write; SPI must be connected. */
+void
+registry_update_retention(FunctionCallInfo fcinfo, Oid relid, Datum retention,
+						  bool retention_null)
+{
+	Oid			argtypes[2] = {REGCLASSOID, INTERVALOID};
+	Datum		values[2] = {ObjectIdGetDatum(relid), retention};
+	char		nulls[2] = {' ', retention_null ? 'n' : ' '};
+
+	registry_write(fcinfo,
+				   psprintf("UPDATE %s.registry SET retention = $2 "
+							"WHERE relid OPERATOR(pg_catalog.=) $1",
+							quote_identifier(extension_schema(fcinfo))),
+				   2, argtypes, values, nulls, SPI_OK_UPDATE);
 }
 
 PG_FUNCTION_INFO_V1(inbox_create_inbox);
@@ -325,7 +372,7 @@ inbox_create_inbox(PG_FUNCTION_ARGS)
 	keytype = PG_GETARG_OID(1);
 	CheckKeyType(keytype);
 	if (!PG_ARGISNULL(2))
-		CheckRetention(PG_GETARG_INTERVAL_P(2));
+		registry_check_retention(PG_GETARG_INTERVAL_P(2));
 
 	rv = makeRangeVarFromNameList(textToQualifiedNameList(PG_GETARG_TEXT_PP(0)));
 	nspid = RangeVarGetCreationNamespace(rv);
@@ -337,7 +384,13 @@ inbox_create_inbox(PG_FUNCTION_ARGS)
 	/* The caller's rights: CREATE on the schema, and the caller owns the result. */
 	rc = SPI_execute(psprintf("CREATE TABLE %s ("
 							  "message_id %s PRIMARY KEY, "
-							  "claimed_at pg_catalog.timestamptz NOT NULL DEFAULT pg_catalog.now())",
+							  "claimed_at pg_catalog.timestamptz NOT NULL DEFAULT pg_catalog.now(), "
+							  "fingerprint pg_catalog.bytea, "
+							  "result pg_catalog.jsonb, "
+							  "token pg_catalog.int8, "
+							  "lease_until pg_catalog.timestamptz, "
+							  "holder_pid pg_catalog.int4, "
+							  "holder_started pg_catalog.timestamptz)",
 							  qualname, format_type_be_qualified(keytype)),
 					 false, 0);
 	if (rc != SPI_OK_UTILITY)
@@ -346,6 +399,9 @@ inbox_create_inbox(PG_FUNCTION_ARGS)
 	relid = get_relname_relid(rv->relname, nspid);
 	if (!OidIsValid(relid))
 		elog(ERROR, "inbox \"%s\" vanished after creation", qualname);
+	if (!PG_ARGISNULL(2))
+		retention_index_create(relid);
+	stats_forget(relid);
 
 	insert_registry_row(fcinfo, relid, keytype,
 						PG_ARGISNULL(2) ? (Datum) 0 : PG_GETARG_DATUM(2), PG_ARGISNULL(2));
@@ -354,9 +410,9 @@ inbox_create_inbox(PG_FUNCTION_ARGS)
 	PG_RETURN_OID(relid);
 }
 
-/* Only the owner may drop, and must be known to be before we lock exclusively. */
-static void
-CheckOwner(FunctionCallInfo fcinfo, int argno)
+/* Only the owner may drop or alter, and must be known to be before we lock. */
+void
+registry_check_owner(FunctionCallInfo fcinfo, int argno)
 {
 	Oid			relid = PG_ARGISNULL(argno) ? InvalidOid : PG_GETARG_OID(argno);
 
@@ -377,7 +433,7 @@ inbox_drop_inbox(PG_FUNCTION_ARGS)
 	 * The exclusive lock first, so that the name we drop by is the table's name
 	 * now, after any rename another session committed.
 	 */
-	CheckOwner(fcinfo, 0);
+	registry_check_owner(fcinfo, 0);
 	inbox = registry_lookup(fcinfo, 0, AccessExclusiveLock);
 	qualname = pstrdup(inbox->qualname);
 

@@ -1,0 +1,176 @@
+/*
+ * claim_row.c
+ *		Read the claim of one id as it is now, including what other transactions
+ *		are doing to it, and the two questions asked of it: has it expired, and is
+ *		its lease still held?
+ *
+ * Claims, leases and purges decide from this read and then write with a statement
+ * whose WHERE clause repeats the condition they decided on (see inbox_sql.c).  If
+ * another transaction got there first, the statement touches no row and the
+ * caller reads again: a decision is never acted on unless it still holds.
+ */
+#include "postgres.h"
+
+#include "access/genam.h"
+#include "access/relscan.h"
+#include "access/stratnum.h"
+#include "access/table.h"
+#include "access/tableam.h"
+#include "executor/tuptable.h"
+#include "miscadmin.h"
+#include "storage/lmgr.h"
+#include "utils/builtins.h"
+#include "utils/rel.h"
+#include "utils/snapmgr.h"
+
+#include "compat.h"
+#include "inbox.h"
+
+static void
+copy_columns(const InboxInfo *inbox, TupleTableSlot *slot, ClaimRow *row)
+{
+	bool		isnull;
+	Datum		value;
+
+	value = slot_getattr(slot, inbox->columns[COL_CLAIMED_AT], &isnull);
+	row->claimed_at = isnull ? DT_NOBEGIN : DatumGetTimestampTz(value);
+
+	if (inbox->columns[COL_FINGERPRINT] == InvalidAttrNumber)
+		return;					/* an inbox without lease columns: a plain claim */
+
+	value = slot_getattr(slot, inbox->columns[COL_FINGERPRINT], &isnull);
+	row->fingerprint = isnull ? NULL : DatumGetByteaPCopy(value);
+	value = slot_getattr(slot, inbox->columns[COL_RESULT], &isnull);
+	row->result = isnull ? NULL : DatumGetJsonbPCopy(value);
+	value = slot_getattr(slot, inbox->columns[COL_TOKEN], &isnull);
+	row->has_token = !isnull;
+	row->token = isnull ? 0 : DatumGetInt64(value);
+	value = slot_getattr(slot, inbox->columns[COL_LEASE_UNTIL], &isnull);
+	row->leased = !isnull;
+	row->lease_until = isnull ? 0 : DatumGetTimestampTz(value);
+	value = slot_getattr(slot, inbox->columns[COL_HOLDER_PID], &isnull);
+	row->holder_pid = isnull ? 0 : DatumGetInt32(value);
+	value = slot_getattr(slot, inbox->columns[COL_HOLDER_STARTED], &isnull);
+	row->holder_started = isnull ? 0 : DatumGetTimestampTz(value);
+}
+
+/*
+ * A dirty snapshot sees committed rows and rows of transactions still open,
+ * reporting such a transaction in xmin (inserting) or xmax (deleting or updating).
+ * An update shows both versions; the old one, with xmax set, makes the row
+ * ROW_CHANGING, which callers wait out, where a fresh insert (ROW_INSERTING) is a
+ * claim in progress.  columns: also copy the row's columns, for a present row.
+ * The caller has locked the inbox.
+ */
+void
+claim_row_read(InboxInfo *inbox, Datum message_id, bool columns, ClaimRow *row)
+{
+	Relation	heap = table_open(inbox->relid, NoLock);
+	Relation	index = index_open(inbox->pkindex, AccessShareLock);
+	SnapshotData dirty;
+	ScanKeyData key;
+	IndexScanDesc scan;
+	TupleTableSlot *slot;
+
+	memset(row, 0, sizeof(ClaimRow));
+	row->state = ROW_ABSENT;
+
+	InitDirtySnapshot(dirty);
+	ScanKeyInit(&key, 1, BTEqualStrategyNumber, inbox->key_eq, message_id);
+	key.sk_collation = index->rd_indcollation[0];
+
+	scan = index_beginscan(heap, index, &dirty, 1, 0);
+	index_rescan(scan, &key, 1, NULL, 0);
+	slot = table_slot_create(heap, NULL);
+	while (row->state != ROW_CHANGING && index_getnext_slot(scan, ForwardScanDirection, slot))
+	{
+		if (TransactionIdIsValid(dirty.xmax))
+		{
+			row->state = ROW_CHANGING;
+			row->xid = dirty.xmax;
+		}
+		else if (TransactionIdIsValid(dirty.xmin))
+		{
+			row->state = ROW_INSERTING;
+			row->xid = dirty.xmin;
+		}
+		else if (row->state == ROW_ABSENT)
+			row->state = ROW_PRESENT;
+		row->tid = slot->tts_tid;
+		if (row->state == ROW_PRESENT && columns)
+			copy_columns(inbox, slot, row);
+	}
+
+	ExecDropSingleTupleTableSlot(slot);
+	index_endscan(scan);
+	index_close(index, AccessShareLock);
+	table_close(heap, NoLock);
+}
+
+/* Wait for the transaction that is inserting or changing the row, as a unique index would. */
+void
+claim_row_wait(InboxInfo *inbox, const ClaimRow *row)
+{
+	Relation	heap = table_open(inbox->relid, NoLock);
+	ItemPointerData tid = row->tid;
+
+	XactLockTableWait(row->xid, heap, &tid, XLTW_None);
+	table_close(heap, NoLock);
+}
+
+/* Claims at or before this instant are outside the inbox's window. */
+TimestampTz
+retention_cutoff(const InboxInfo *inbox, TimestampTz now)
+{
+	return DatumGetTimestampTz(DirectFunctionCall2(timestamptz_mi_interval,
+												   TimestampTzGetDatum(now),
+												   IntervalPGetDatum(&inbox->retention)));
+}
+
+/*
+ * Is the holder of a session-bound lease still connected?  The backend is known
+ * by pid and start time together, so a new backend that reuses the pid does not
+ * keep a dead holder's lease alive.
+ */
+static bool
+holder_alive(int32 pid, TimestampTz started)
+{
+	int			n = pgstat_fetch_stat_numbackends();
+
+	for (int i = 1; i <= n; i++)
+	{
+		LocalPgBackendStatus *local = compat_local_beentry(i);
+
+		if (local != NULL &&
+			local->backendStatus.st_procpid == pid &&
+			local->backendStatus.st_proc_start_timestamp == started)
+			return true;
+	}
+	return false;
+}
+
+bool
+claim_row_lease_live(const ClaimRow *row, TimestampTz now)
+{
+	if (!row->leased || row->lease_until <= now)
+		return false;
+	if (row->holder_pid != 0)
+	{
+		/* Our own snapshot of backend status may be older than this transaction. */
+		compat_clear_backend_snapshot();
+		return holder_alive(row->holder_pid, row->holder_started);
+	}
+	return true;
+}
+
+/*
+ * An expired claim counts as absent: it is older than the inbox's retention and
+ * no lease on it is still running (a lease outlives the window it started in).
+ */
+bool
+claim_row_expired(const InboxInfo *inbox, const ClaimRow *row, TimestampTz now)
+{
+	if (!inbox->has_retention || row->claimed_at > retention_cutoff(inbox, now))
+		return false;
+	return !row->leased || row->lease_until <= now;
+}

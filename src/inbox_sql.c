@@ -1,0 +1,197 @@
+/*
+ * inbox_sql.c
+ *		The statements run against an inbox table, prepared once per backend and
+ *		inbox and kept until the table's cache entry is reloaded.
+ *
+ * Every statement is written here, in one table, so that what a claim, a lease or
+ * a purge does to the rows can be read in one place.  The only thing spliced in is
+ * the table's quoted, qualified name; every value is a parameter.  $1 is always the
+ * message id (of the inbox's key type) except for the statements without one.
+ */
+#include "postgres.h"
+
+#include "catalog/pg_type.h"
+#include "utils/lsyscache.h"
+
+#include "inbox.h"
+
+const char *const inbox_column_names[INBOX_NUM_COLUMNS] = {
+	[COL_CLAIMED_AT] = "claimed_at",
+	[COL_FINGERPRINT] = "fingerprint",
+	[COL_RESULT] = "result",
+	[COL_TOKEN] = "token",
+	[COL_LEASE_UNTIL] = "lease_until",
+	[COL_HOLDER_PID] = "holder_pid",
+	[COL_HOLDER_STARTED] = "holder_started",
+};
+
+/* Parameter types; KEY and KEYS stand for the inbox's key type and its array. */
+#define KEY		((Oid) -1)
+#define KEYS	((Oid) -2)
+#define MAX_PARAMS 8
+
+/* Columns a statement needs beyond message_id and claimed_at. */
+#define NEEDS_LEASE_COLUMNS true
+
+typedef struct StatementTemplate
+{
+	const char *sql;			/* %1$s is the table, as often as needed */
+	int			nargs;
+	Oid			argtypes[MAX_PARAMS];
+	bool		lease_columns;
+} StatementTemplate;
+
+/*
+ * A lease row is (token, lease_until, holder_pid, holder_started); a plain claim
+ * leaves them NULL.  An "expired" claim is one older than the retention whose
+ * lease, if any, is over: $n cutoff and $n+1 now in the guards below.
+ */
+static const StatementTemplate templates[SQL_NUM_STATEMENTS] = {
+	[SQL_CLAIM] = {
+		"INSERT INTO %1$s (message_id) VALUES ($1) ON CONFLICT (message_id) DO NOTHING",
+		1, {KEY}
+	},
+	[SQL_CLAIM_MANY] = {
+		"INSERT INTO %1$s (message_id) "
+		"SELECT u.id FROM pg_catalog.unnest($1) AS u(id) ORDER BY 1 "
+		"ON CONFLICT (message_id) DO NOTHING RETURNING message_id",
+		1, {KEYS}
+	},
+	/* Expired claims in the batch are claimed afresh; DISTINCT as a row is updated once. */
+	[SQL_CLAIM_MANY_WINDOW] = {
+		"INSERT INTO %1$s AS i (message_id) "
+		"SELECT DISTINCT u.id FROM pg_catalog.unnest($1) AS u(id) ORDER BY 1 "
+		"ON CONFLICT (message_id) DO UPDATE SET claimed_at = pg_catalog.now(), "
+		"fingerprint = NULL, result = NULL, token = NULL, lease_until = NULL, "
+		"holder_pid = NULL, holder_started = NULL "
+		"WHERE i.claimed_at OPERATOR(pg_catalog.<) $2 "
+		"AND (i.lease_until IS NULL OR i.lease_until OPERATOR(pg_catalog.<=) $3) "
+		"RETURNING message_id",
+		3, {KEYS, TIMESTAMPTZOID, TIMESTAMPTZOID}, NEEDS_LEASE_COLUMNS
+	},
+	[SQL_CLAIM_FULL] = {
+		"INSERT INTO %1$s (message_id, fingerprint, token, lease_until, holder_pid, holder_started) "
+		"VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (message_id) DO NOTHING",
+		6, {KEY, BYTEAOID, INT8OID, TIMESTAMPTZOID, INT4OID, TIMESTAMPTZOID}, NEEDS_LEASE_COLUMNS
+	},
+	/* Expired counts as absent: the row becomes a fresh claim, if still expired. */
+	[SQL_RECLAIM] = {
+		"UPDATE %1$s SET claimed_at = pg_catalog.now(), fingerprint = $2, result = NULL, "
+		"token = $3, lease_until = $4, holder_pid = $5, holder_started = $6 "
+		"WHERE message_id OPERATOR(pg_catalog.=) $1 "
+		"AND claimed_at OPERATOR(pg_catalog.<) $7 "
+		"AND (lease_until IS NULL OR lease_until OPERATOR(pg_catalog.<=) $8)",
+		8, {KEY, BYTEAOID, INT8OID, TIMESTAMPTZOID, INT4OID, TIMESTAMPTZOID,
+		TIMESTAMPTZOID, TIMESTAMPTZOID}, NEEDS_LEASE_COLUMNS
+	},
+	/* A stale lease passes to a new holder, if nobody finished or took it meanwhile. */
+	[SQL_TAKEOVER] = {
+		"UPDATE %1$s SET claimed_at = pg_catalog.now(), "
+		"fingerprint = COALESCE($2, fingerprint), result = NULL, "
+		"token = $3, lease_until = $4, holder_pid = $5, holder_started = $6 "
+		"WHERE message_id OPERATOR(pg_catalog.=) $1 "
+		"AND token OPERATOR(pg_catalog.=) $7 AND lease_until IS NOT NULL",
+		7, {KEY, BYTEAOID, INT8OID, TIMESTAMPTZOID, INT4OID, TIMESTAMPTZOID, INT8OID},
+		NEEDS_LEASE_COLUMNS
+	},
+	[SQL_FINISH] = {
+		"UPDATE %1$s SET result = $3, lease_until = NULL, holder_pid = NULL, holder_started = NULL "
+		"WHERE message_id OPERATOR(pg_catalog.=) $1 "
+		"AND token OPERATOR(pg_catalog.=) $2 AND lease_until IS NOT NULL",
+		3, {KEY, INT8OID, JSONBOID}, NEEDS_LEASE_COLUMNS
+	},
+	[SQL_RELEASE] = {
+		"DELETE FROM %1$s WHERE message_id OPERATOR(pg_catalog.=) $1 "
+		"AND token OPERATOR(pg_catalog.=) $2 AND lease_until IS NOT NULL",
+		2, {KEY, INT8OID}, NEEDS_LEASE_COLUMNS
+	},
+	[SQL_COMPLETE] = {
+		"UPDATE %1$s SET result = $2 "
+		"WHERE message_id OPERATOR(pg_catalog.=) $1 AND lease_until IS NULL",
+		2, {KEY, JSONBOID}, NEEDS_LEASE_COLUMNS
+	},
+	[SQL_RESULT] = {
+		"SELECT result, claimed_at, lease_until FROM %1$s "
+		"WHERE message_id OPERATOR(pg_catalog.=) $1",
+		1, {KEY}, NEEDS_LEASE_COLUMNS
+	},
+
+	/*
+	 * Oldest expired claims first, skipping rows a claimer has locked, so purge
+	 * never waits for claimers nor they for it; the outer guard re-checks each row
+	 * as it is deleted, so a claim renewed meanwhile stays.  ctid = ANY(...) is a
+	 * TID scan: each batch costs what it deletes, plus the index range it reads.
+	 */
+	[SQL_PURGE] = {
+		"DELETE FROM %1$s WHERE ctid OPERATOR(pg_catalog.=) ANY (ARRAY("
+		"SELECT ctid FROM %1$s "
+		"WHERE claimed_at OPERATOR(pg_catalog.<) $1 "
+		"AND (lease_until IS NULL OR lease_until OPERATOR(pg_catalog.<=) $2) "
+		"ORDER BY claimed_at LIMIT $3 FOR UPDATE SKIP LOCKED)) "
+		"AND claimed_at OPERATOR(pg_catalog.<) $1 "
+		"AND (lease_until IS NULL OR lease_until OPERATOR(pg_catalog.<=) $2)",
+		3, {TIMESTAMPTZOID, TIMESTAMPTZOID, INT8OID}, NEEDS_LEASE_COLUMNS
+	},
+	[SQL_OLDEST] = {
+		"SELECT pg_catalog.min(claimed_at) FROM %1$s",
+		0, {0}
+	},
+};
+
+/* A statement about leases or results needs the columns create_inbox makes. */
+void
+inbox_require_column(const InboxInfo *inbox, InboxColumn column)
+{
+	if (inbox->columns[column] == InvalidAttrNumber)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("inbox \"%s\" has no column \"%s\"",
+						get_rel_name(inbox->relid), inbox_column_names[column]),
+				 errhint("Recreate it with inbox.create_inbox().")));
+}
+
+SPIPlanPtr
+inbox_plan(InboxInfo *inbox, InboxStatement which)
+{
+	const StatementTemplate *t = &templates[which];
+	Oid			argtypes[MAX_PARAMS];
+
+	if (inbox->plans[which] != NULL)
+		return inbox->plans[which];
+
+	if (t->lease_columns)
+		for (int c = 0; c < INBOX_NUM_COLUMNS; c++)
+			inbox_require_column(inbox, c);
+
+	for (int i = 0; i < t->nargs; i++)
+	{
+		if (t->argtypes[i] == KEY)
+			argtypes[i] = inbox->keytype;
+		else if (t->argtypes[i] == KEYS)
+			argtypes[i] = get_array_type(inbox->keytype);
+		else
+			argtypes[i] = t->argtypes[i];
+	}
+	inbox->plans[which] = spi_prepare_kept(psprintf(t->sql, inbox->qualname),
+										   t->nargs, argtypes);
+	return inbox->plans[which];
+}
+
+void
+inbox_plans_free(InboxInfo *inbox)
+{
+	for (int i = 0; i < SQL_NUM_STATEMENTS; i++)
+		spi_free_plan(&inbox->plans[i]);
+}
+
+/* Run one of the statements; SPI must be connected.  Returns the rows it touched. */
+int
+inbox_execute(InboxInfo *inbox, InboxStatement which, Datum *values, const char *nulls)
+{
+	SPIPlanPtr	plan = inbox_plan(inbox, which);
+	int			rc = SPI_execute_plan(plan, values, nulls, false, 0);
+
+	if (rc < 0)
+		elog(ERROR, "SPI_execute_plan returned %s", SPI_result_code_string(rc));
+	return (int) SPI_processed;
+}

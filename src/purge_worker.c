@@ -1,0 +1,300 @@
+/*
+ * purge_worker.c
+ *		The background purge: a launcher that, every purge_interval seconds, visits
+ *		each database in turn with a short-lived worker that purges the expired
+ *		claims of every inbox with a retention.
+ *
+ * Only a process connected to a database can see whether the extension is
+ * installed there, so the launcher, which connects to none and reads only the
+ * shared catalog pg_database, starts one worker per database that accepts
+ * connections and is not a template, one at a time, and waits for it.  A worker
+ * in a database without the extension leaves at once.  Each batch is a
+ * transaction of its own calling inbox.purge(), so the worker deletes exactly
+ * what a user calling purge would, and holds its row locks only for one batch.
+ */
+#include "postgres.h"
+
+#include "access/heapam.h"
+#include "access/htup_details.h"
+#include "access/table.h"
+#include "access/tableam.h"
+#include "access/xact.h"
+#include "catalog/pg_database.h"
+#include "catalog/pg_type.h"
+#include "executor/spi.h"
+#include "miscadmin.h"
+#include "pgstat.h"
+#include "postmaster/bgworker.h"
+#include "postmaster/interrupt.h"
+#include "storage/ipc.h"
+#include "storage/latch.h"
+#include "storage/proc.h"
+#include "tcop/tcopprot.h"
+#include "utils/builtins.h"
+#include "utils/guc.h"
+#include "utils/memutils.h"
+#include "utils/snapmgr.h"
+
+#include "inbox.h"
+
+PGDLLEXPORT void purge_launcher_main(Datum arg);
+PGDLLEXPORT void purge_database_main(Datum arg);
+
+static int	purge_interval = 60;	/* seconds; 0 turns the worker off */
+static int	purge_batch = 10000;	/* rows per transaction */
+
+/* While the purge is off the launcher still wakes now and then, to notice a reload. */
+#define IDLE_WAKEUP_MS (60 * 1000L)
+
+void
+purge_worker_init(void)
+{
+	BackgroundWorker worker;
+
+	DefineCustomIntVariable("idempotent_inbox.purge_interval",
+							"Seconds between background purges of expired claims.",
+							"0 turns the background purge off.",
+							&purge_interval, 60, 0, INT_MAX / 1000,
+							PGC_SIGHUP, GUC_UNIT_S, NULL, NULL, NULL);
+	DefineCustomIntVariable("idempotent_inbox.purge_batch",
+							"Expired claims the background purge deletes per transaction.",
+							NULL,
+							&purge_batch, 10000, 1, INT_MAX,
+							PGC_SIGHUP, 0, NULL, NULL, NULL);
+
+	if (!process_shared_preload_libraries_in_progress)
+		return;
+
+	memset(&worker, 0, sizeof(worker));
+	worker.bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
+	worker.bgw_start_time = BgWorkerStart_RecoveryFinished;
+	worker.bgw_restart_time = 10;
+	snprintf(worker.bgw_library_name, BGW_MAXLEN, "idempotent_inbox");
+	snprintf(worker.bgw_function_name, BGW_MAXLEN, "purge_launcher_main");
+	snprintf(worker.bgw_name, BGW_MAXLEN, "idempotent_inbox launcher");
+	snprintf(worker.bgw_type, BGW_MAXLEN, "idempotent_inbox launcher");
+	RegisterBackgroundWorker(&worker);
+}
+
+/* The databases a worker may connect to, read from the shared catalog. */
+static List *
+databases_to_visit(void)
+{
+	List	   *dbids = NIL;
+	Relation	rel;
+	TableScanDesc scan;
+	HeapTuple	tuple;
+	MemoryContext outer = CurrentMemoryContext;
+
+	StartTransactionCommand();
+	rel = table_open(DatabaseRelationId, AccessShareLock);
+	scan = table_beginscan_catalog(rel, 0, NULL);
+	while ((tuple = heap_getnext(scan, ForwardScanDirection)) != NULL)
+	{
+		Form_pg_database db = (Form_pg_database) GETSTRUCT(tuple);
+		MemoryContext old;
+
+		if (!db->datallowconn || db->datistemplate)
+			continue;
+		old = MemoryContextSwitchTo(outer);
+		dbids = lappend_oid(dbids, db->oid);
+		MemoryContextSwitchTo(old);
+	}
+	table_endscan(scan);
+	table_close(rel, AccessShareLock);
+	CommitTransactionCommand();
+
+	return dbids;
+}
+
+static void
+visit_database(Oid dbid)
+{
+	BackgroundWorker worker;
+	BackgroundWorkerHandle *handle;
+	pid_t		pid;
+
+	memset(&worker, 0, sizeof(worker));
+	worker.bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
+	worker.bgw_start_time = BgWorkerStart_RecoveryFinished;
+	worker.bgw_restart_time = BGW_NEVER_RESTART;
+	worker.bgw_main_arg = ObjectIdGetDatum(dbid);
+	worker.bgw_notify_pid = MyProcPid;
+	snprintf(worker.bgw_library_name, BGW_MAXLEN, "idempotent_inbox");
+	snprintf(worker.bgw_function_name, BGW_MAXLEN, "purge_database_main");
+	snprintf(worker.bgw_name, BGW_MAXLEN, "idempotent_inbox purge of database %u", dbid);
+	snprintf(worker.bgw_type, BGW_MAXLEN, "idempotent_inbox purge");
+
+	if (!RegisterDynamicBackgroundWorker(&worker, &handle))
+	{
+		ereport(LOG,
+				(errmsg("idempotent_inbox could not start a purge worker"),
+				 errhint("Consider raising max_worker_processes.")));
+		return;
+	}
+	if (WaitForBackgroundWorkerStartup(handle, &pid) == BGWH_STARTED)
+		WaitForBackgroundWorkerShutdown(handle);
+	pfree(handle);
+}
+
+void
+purge_launcher_main(Datum arg)
+{
+	pqsignal(SIGHUP, SignalHandlerForConfigReload);
+	pqsignal(SIGTERM, die);
+	BackgroundWorkerUnblockSignals();
+	BackgroundWorkerInitializeConnection(NULL, NULL, 0);
+
+	for (;;)
+	{
+		long		timeout = IDLE_WAKEUP_MS;
+
+		CHECK_FOR_INTERRUPTS();
+		if (ConfigReloadPending)
+		{
+			ConfigReloadPending = false;
+			ProcessConfigFile(PGC_SIGHUP);
+		}
+
+		if (purge_interval > 0)
+		{
+			List	   *dbids = databases_to_visit();
+			ListCell   *lc;
+
+			foreach(lc, dbids)
+			{
+				CHECK_FOR_INTERRUPTS();
+				visit_database(lfirst_oid(lc));
+			}
+			list_free(dbids);
+			timeout = purge_interval * 1000L;
+		}
+
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+						 timeout, PG_WAIT_EXTENSION);
+		ResetLatch(MyLatch);
+	}
+}
+
+/*
+ * The extension's schema in this database, and its inboxes that have a retention;
+ * none when the extension is not installed here.
+ */
+static List *
+inboxes_with_retention(char **schema)
+{
+	List	   *relids = NIL;
+	MemoryContext outer = CurrentMemoryContext;
+
+	StartTransactionCommand();
+	PushActiveSnapshot(GetTransactionSnapshot());
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+
+	if (SPI_execute("SELECT n.nspname FROM pg_catalog.pg_extension e "
+					"JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) e.extnamespace "
+					"WHERE e.extname OPERATOR(pg_catalog.=) 'idempotent_inbox'",
+					true, 1) == SPI_OK_SELECT && SPI_processed == 1)
+	{
+		char	   *nspname = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
+
+		*schema = MemoryContextStrdup(outer, quote_identifier(nspname));
+		if (SPI_execute(psprintf("SELECT relid::pg_catalog.oid FROM %s.registry "
+								 "WHERE retention IS NOT NULL ORDER BY 1", *schema),
+						true, 0) != SPI_OK_SELECT)
+			elog(ERROR, "could not list the inboxes to purge");
+		for (uint64 i = 0; i < SPI_processed; i++)
+		{
+			bool		isnull;
+			Oid			relid = DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[i],
+															   SPI_tuptable->tupdesc, 1, &isnull));
+			MemoryContext old = MemoryContextSwitchTo(outer);
+
+			relids = lappend_oid(relids, relid);
+			MemoryContextSwitchTo(old);
+		}
+	}
+
+	SPI_finish();
+	PopActiveSnapshot();
+	CommitTransactionCommand();
+	return relids;
+}
+
+/* One batch of inbox.purge() in its own transaction; returns the rows it deleted. */
+static int64
+purge_one_batch(const char *schema, Oid relid)
+{
+	Oid			argtypes[2] = {REGCLASSOID, INT4OID};
+	Datum		values[2] = {ObjectIdGetDatum(relid), Int32GetDatum(purge_batch)};
+	int64		purged = 0;
+	bool		isnull;
+
+	StartTransactionCommand();
+	PushActiveSnapshot(GetTransactionSnapshot());
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	if (SPI_execute_with_args(psprintf("SELECT %s.purge($1, $2)", schema),
+							  2, argtypes, values, NULL, false, 1) == SPI_OK_SELECT &&
+		SPI_processed == 1)
+		purged = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc,
+											 1, &isnull));
+	SPI_finish();
+	PopActiveSnapshot();
+	CommitTransactionCommand();
+	return purged;
+}
+
+/*
+ * Purge one inbox batch by batch until a batch comes back short.  An error (the
+ * inbox dropped meanwhile, a lock timeout) is logged and ends this inbox's turn;
+ * the other inboxes are still purged.
+ */
+static void
+purge_inbox(const char *schema, Oid relid)
+{
+	MemoryContext outer = CurrentMemoryContext;
+
+	PG_TRY();
+	{
+		int64		purged;
+
+		do
+		{
+			CHECK_FOR_INTERRUPTS();
+			pgstat_report_activity(STATE_RUNNING, "purging expired claims");
+			purged = purge_one_batch(schema, relid);
+		} while (purged >= purge_batch);
+	}
+	PG_CATCH();
+	{
+		MemoryContextSwitchTo(outer);
+		EmitErrorReport();
+		FlushErrorState();
+		AbortCurrentTransaction();
+	}
+	PG_END_TRY();
+	pgstat_report_activity(STATE_IDLE, NULL);
+}
+
+void
+purge_database_main(Datum arg)
+{
+	List	   *relids;
+	ListCell   *lc;
+	char	   *schema = NULL;
+
+	pqsignal(SIGTERM, die);
+	BackgroundWorkerUnblockSignals();
+	BackgroundWorkerInitializeConnectionByOid(DatumGetObjectId(arg), InvalidOid, 0);
+
+	/* A purge must never wait long behind DDL on an inbox; the next pass retries. */
+	SetConfigOption("lock_timeout", "5s", PGC_SUSET, PGC_S_OVERRIDE);
+	SetConfigOption("application_name", "idempotent_inbox purge", PGC_USERSET, PGC_S_SESSION);
+
+	relids = inboxes_with_retention(&schema);
+	foreach(lc, relids)
+		purge_inbox(schema, lfirst_oid(lc));
+
+	proc_exit(0);
+}

@@ -1,0 +1,92 @@
+/*
+ * stored_result.c
+ *		complete and result: keep the answer of a first delivery with its claim, so
+ *		that a duplicate can replay it instead of answering "already done".
+ *
+ * complete is for claims made in the same transaction as the effect (claim,
+ * claim_apply, claim_many): the result commits with them or not at all.  A key
+ * held by a lease is finished with its token instead (lease.c), which is checked.
+ */
+#include "postgres.h"
+
+#include "utils/jsonb.h"
+#include "utils/lsyscache.h"
+
+#include "inbox.h"
+
+PG_FUNCTION_INFO_V1(inbox_complete);
+Datum
+inbox_complete(PG_FUNCTION_ARGS)
+{
+	const CallSignature *sig = call_signature(fcinfo);
+	InboxInfo  *inbox = registry_lookup(fcinfo, 0, RowExclusiveLock);
+	Datum		id = message_id_from_arg(fcinfo, 1, sig->keytype, inbox);
+	Jsonb	   *result = PG_ARGISNULL(2) ? NULL : PG_GETARG_JSONB_P(2);
+	Datum		values[2] = {id, PointerGetDatum(result)};
+	char		nulls[2] = {' ', result ? ' ' : 'n'};
+	ClaimRow	row;
+	int			stored;
+
+	spi_connect();
+	stored = inbox_execute(inbox, SQL_COMPLETE, values, nulls);
+	SPI_finish();
+	if (stored == 1)
+		PG_RETURN_VOID();
+
+	claim_row_read(inbox, id, true, &row);
+	if (row.state == ROW_PRESENT && row.leased)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("message id \"%s\" is held by a lease",
+						message_id_to_cstring(inbox, id)),
+				 errhint("Store the result with inbox.finish() and the lease's token.")));
+	ereport(ERROR,
+			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+			 errmsg("message id \"%s\" is not claimed in inbox \"%s\"",
+					message_id_to_cstring(inbox, id), get_rel_name(inbox->relid)),
+			 errhint("Claim it first, in the same transaction.")));
+	PG_RETURN_VOID();			/* not reached */
+}
+
+/*
+ * The stored result as this transaction's snapshot sees it; NULL when the id is
+ * not claimed, its claim has expired, or no result was stored.
+ */
+PG_FUNCTION_INFO_V1(inbox_result);
+Datum
+inbox_result(PG_FUNCTION_ARGS)
+{
+	const CallSignature *sig = call_signature(fcinfo);
+	InboxInfo  *inbox = registry_lookup(fcinfo, 0, AccessShareLock);
+	Datum		id = message_id_from_arg(fcinfo, 1, sig->keytype, inbox);
+	Jsonb	   *result = NULL;
+
+	spi_connect();
+	if (inbox_execute(inbox, SQL_RESULT, &id, NULL) == 1)
+	{
+		HeapTuple	tuple = SPI_tuptable->vals[0];
+		TupleDesc	desc = SPI_tuptable->tupdesc;
+		bool		result_null;
+		bool		lease_null;
+		bool		ignored;
+		Datum		value = SPI_getbinval(tuple, desc, 1, &result_null);
+		ClaimRow	row;
+
+		memset(&row, 0, sizeof(row));
+		row.claimed_at = DatumGetTimestampTz(SPI_getbinval(tuple, desc, 2, &ignored));
+		row.lease_until = DatumGetTimestampTz(SPI_getbinval(tuple, desc, 3, &lease_null));
+		row.leased = !lease_null;
+		if (!result_null && !claim_row_expired(inbox, &row, GetCurrentTimestamp()))
+		{
+			Jsonb	   *stored = DatumGetJsonbP(value);
+
+			result = SPI_palloc(VARSIZE(stored));
+			memcpy(result, stored, VARSIZE(stored));
+		}
+	}
+	SPI_finish();
+
+	if (result == NULL)
+		PG_RETURN_NULL();
+	PG_RETURN_JSONB_P(result);
+}
