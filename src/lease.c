@@ -290,7 +290,7 @@ report_stale_token(InboxInfo *inbox, Datum message_id, int64 token, const ClaimR
 			 errdetail("The key was claimed without a lease.") :
 			 row->token != token ?
 			 errdetail("The lease was taken over by token " INT64_FORMAT ".", row->token) :
-			 errdetail("The attempt with this token has already finished, with another result."),
+			 errdetail("The attempt with this token has already finished."),
 			 errhint("Another attempt may have run the effect: do not report this one as done.")));
 }
 
