@@ -32,6 +32,10 @@ SELECT inbox.claim('app.events', md5('e2')::uuid);
 SELECT inbox.claim('offsets', 1::bigint);
 SELECT inbox.claim('offsets', -5::bigint);
 SELECT inbox.claim('offsets', 9223372036854775807::bigint);
+SELECT inbox.create_inbox('api_keys');
+SELECT token FROM inbox.acquire('api_keys', 'pay-1', '1 hour', inbox.fingerprint('{"amount": 5}'));
+SELECT inbox.finish('api_keys', 'pay-1', 1, '{"charge": "ch_1"}');
+SELECT token FROM inbox.acquire('api_keys', 'pay-2', '1 hour');
 CREATE TABLE app.payments (id int PRIMARY KEY, status text NOT NULL);
 INSERT INTO app.payments VALUES (1, 'PENDING'), (2, 'PAID');
 SELECT inbox.guard_transitions('app.payments', 'status',
@@ -71,8 +75,8 @@ SELECT (SELECT count(*) FROM orders_inbox) || ','
 sub query { my ($db, $sql) = @_; return $node->safe_psql($db, $sql); }
 
 is( query('source', $inbox_list),
-	"app.events|uuid|7 days\noffsets|bigint|01:00:00\norders_inbox|text|",
-	'source lists its three inboxes with key types and retention');
+	"api_keys|text|\napp.events|uuid|7 days\noffsets|bigint|01:00:00\norders_inbox|text|",
+	'source lists its four inboxes with key types and retention');
 is(query('source', $counts), '3,2,3', 'source holds the claims');
 
 $node->command_ok(
@@ -107,9 +111,26 @@ foreach my $db ('from_plain', 'from_custom')
 		"f\nf\nf\nf\nf\nt\nt\nt",
 		"$db: restored claims are duplicates, fresh ids are claimed");
 	is(query($db, $counts), '4,3,4', "$db: one new claim per fresh id");
+	my ($rc, $out, $err);
 	is(query($db, $machines), query('source', $machines),
 		"$db: same state machines");
-	my ($rc, $out, $err) = $node->psql($db,
+	# Leases: the finished one replays its result, the running one is still held,
+	# a wrong payload is still caught, and tokens keep rising past the source's.
+	is( query($db,
+			q{SELECT status || ' ' || result FROM inbox.acquire('api_keys', 'pay-1', '1 hour', inbox.fingerprint('{"amount": 5}'))}),
+		'completed {"charge": "ch_1"}',
+		"$db: a finished lease replays its stored result");
+	($rc, $out, $err) = $node->psql($db,
+		q{SELECT * FROM inbox.acquire('api_keys', 'pay-1', '1 hour', inbox.fingerprint('{"amount": 6}'))});
+	like($err, qr/idempotency key "pay-1" was reused with a different payload/,
+		"$db: the stored fingerprint still guards the key");
+	is(query($db, q{SELECT status FROM inbox.acquire('api_keys', 'pay-2', '1 hour')}),
+		'in_progress', "$db: a running lease is still held");
+	is( query($db,
+			q{SELECT token > (SELECT max(token) FROM api_keys WHERE message_id <> 'pay-3')
+			    FROM inbox.acquire('api_keys', 'pay-3', '1 hour')}),
+		't', "$db: new tokens are higher than every restored one");
+	($rc, $out, $err) = $node->psql($db,
 		q{UPDATE app.payments SET status = 'PENDING' WHERE id = 2});
 	like($err, qr/illegal state transition from "PAID" to "PENDING"/,
 		"$db: the restored machine refuses an illegal UPDATE");
