@@ -69,4 +69,15 @@
 #define COMPAT_HAS_CRYPTOHASH 1
 #endif
 
+/*
+ * An interrupted DROP DATABASE leaves a database nobody may connect to; minor
+ * releases from 15.4 (and 13.12, 14.9) mark it, older ones cannot leave one.
+ */
+#include "catalog/pg_database.h"
+#ifdef DATCONNLIMIT_INVALID_DB
+#define compat_database_is_invalid(db) database_is_invalid_form(db)
+#else
+#define compat_database_is_invalid(db) false
+#endif
+
 #endif							/* INBOX_COMPAT_H */

@@ -7,7 +7,8 @@
  * Only a process connected to a database can see whether the extension is
  * installed there, so the launcher, which connects to none and reads only the
  * shared catalog pg_database, starts one worker per database that accepts
- * connections and is not a template, one at a time, and waits for it.  A worker
+ * connections and is neither a template nor invalid, one at a time, and waits
+ * for it.  A worker
  * in a database without the extension leaves at once.  Each batch is a
  * transaction of its own calling inbox.purge(), so the worker deletes exactly
  * what a user calling purge would, and holds its row locks only for one batch.
@@ -35,6 +36,7 @@
 #include "utils/memutils.h"
 #include "utils/snapmgr.h"
 
+#include "compat.h"
 #include "inbox.h"
 
 PGDLLEXPORT void purge_launcher_main(Datum arg);
@@ -94,7 +96,7 @@ databases_to_visit(void)
 		Form_pg_database db = (Form_pg_database) GETSTRUCT(tuple);
 		MemoryContext old;
 
-		if (!db->datallowconn || db->datistemplate)
+		if (!db->datallowconn || db->datistemplate || compat_database_is_invalid(db))
 			continue;
 		old = MemoryContextSwitchTo(outer);
 		dbids = lappend_oid(dbids, db->oid);

@@ -64,7 +64,8 @@ query(
 	'plain', q{
 CREATE SCHEMA inbox;
 CREATE TABLE inbox.registry (relid regclass, retention interval);
-CREATE TABLE events (message_id text PRIMARY KEY, claimed_at timestamptz NOT NULL);
+CREATE TABLE events (message_id text PRIMARY KEY,
+                     claimed_at timestamptz NOT NULL);
 INSERT INTO inbox.registry VALUES ('events', '1 hour');
 INSERT INTO events
   SELECT 'old-' || i, now() - interval '2 hours' FROM generate_series(1, 100) i;
@@ -78,6 +79,14 @@ sub insert_expired
 		    "INSERT INTO events (message_id, claimed_at) "
 		  . "SELECT '$prefix-' || i, now() - interval '2 hours' "
 		  . "FROM generate_series(1, $n) i");
+}
+
+# True once no claim whose id starts with $prefix is left, within $seconds.
+sub purged_within
+{
+	my ($seconds, $db, $prefix) = @_;
+	return within($seconds, $db,
+		"SELECT count(*) = 0 FROM events WHERE message_id LIKE '$prefix-%'");
 }
 
 sub expired_left
@@ -95,14 +104,14 @@ ok(within(30, 'postgres',
 
 foreach my $db (@inbox_dbs)
 {
-	query($db, "SELECT inbox.claim('events', 'fresh-' || i) FROM generate_series(1, 5) i");
+	query($db,
+		"SELECT inbox.claim('events', 'fresh-' || i) FROM generate_series(1, 5) i");
 	insert_expired($db, 'old', $expired_per_inbox);
 }
 
 foreach my $db (@inbox_dbs)
 {
-	ok(within(30, $db,
-			"SELECT count(*) = 0 FROM events WHERE message_id LIKE 'old-%'"),
+	ok(purged_within(30, $db, 'old'),
 		"$db: the worker purged every expired claim");
 	is(query($db, "SELECT count(*) FROM events WHERE message_id LIKE 'fresh-%'"),
 		5, "$db: fresh claims are kept");
@@ -130,7 +139,8 @@ insert_expired($_, 'paused', 200) foreach @inbox_dbs;
 sleep 3;
 foreach my $db (@inbox_dbs)
 {
-	is(expired_left($db), 200, "$db: nothing is purged while purge_interval = 0");
+	is(expired_left($db), 200,
+		"$db: nothing is purged while purge_interval = 0");
 }
 
 # Switched back on, the launcher must wake at the reload rather than at its
@@ -139,7 +149,7 @@ query('postgres',
 	'ALTER SYSTEM SET idempotent_inbox.purge_interval = 1; SELECT pg_reload_conf()');
 foreach my $db (@inbox_dbs)
 {
-	ok(within(20, $db, "SELECT count(*) = 0 FROM events WHERE message_id LIKE 'paused-%'"),
+	ok(purged_within(20, $db, 'paused'),
 		"$db: purging resumes soon after purge_interval is set back to 1");
 }
 
@@ -154,7 +164,7 @@ ok(within(30, 'postgres',
 insert_expired($_, 'after-restart', 300) foreach @inbox_dbs;
 foreach my $db (@inbox_dbs)
 {
-	ok(within(30, $db, "SELECT count(*) = 0 FROM events WHERE message_id LIKE 'after-restart-%'"),
+	ok(purged_within(30, $db, 'after-restart'),
 		"$db: purging works after the restart");
 	# Counters describe traffic since the server started.
 	is(query($db, 'SELECT purged FROM inbox.stats'),
@@ -178,7 +188,7 @@ ok($node->log_contains(
 insert_expired($_, 'after-kill', 300) foreach @inbox_dbs;
 foreach my $db (@inbox_dbs)
 {
-	ok(within(30, $db, "SELECT count(*) = 0 FROM events WHERE message_id LIKE 'after-kill-%'"),
+	ok(purged_within(30, $db, 'after-kill'),
 		"$db: purging works after the launcher was killed");
 	is(query($db, "SELECT count(*) FROM events WHERE message_id LIKE 'fresh-%'"),
 		5, "$db: fresh claims survived every pass");

@@ -68,9 +68,10 @@ sub expect_acquired
 # A holder that acquires and then "calls out": it stays connected and idle.
 my $holder = $node->background_psql('postgres', on_error_stop => 0);
 my $holder_pid = $holder->query_safe('SELECT pg_backend_pid()');
-my $bound_token = expect_acquired($holder->query_safe(acquire_sql('card-1', 'true')),
+my $bound_token =
+  expect_acquired($holder->query_safe(acquire_sql('card-1', 'true')),
 	'the holder acquires a session-bound lease');
-my $timed_token = expect_acquired($holder->query_safe(acquire_sql('card-2', 'false')),
+expect_acquired($holder->query_safe(acquire_sql('card-2', 'false')),
 	'the holder acquires a lease bound only by time');
 
 is(acquire('card-1', 'true'), 'in_progress||',
@@ -109,7 +110,8 @@ is(acquire('card-2', 'false'), 'in_progress||',
 # A holder that disconnects normally, for instance after its client crashed.
 my $quitter = $node->background_psql('postgres', on_error_stop => 0);
 my $quitter_pid = $quitter->query_safe('SELECT pg_backend_pid()');
-my $quitter_token = expect_acquired($quitter->query_safe(acquire_sql('card-3', 'true')),
+my $quitter_token =
+  expect_acquired($quitter->query_safe(acquire_sql('card-3', 'true')),
 	'a second holder acquires a session-bound lease');
 is(acquire('card-3', 'true'), 'in_progress||',
 	'a retry while the second holder is connected is in_progress');
