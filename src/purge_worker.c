@@ -8,10 +8,10 @@
  * installed there, so the launcher, which connects to none and reads only the
  * shared catalog pg_database, starts one worker per database that accepts
  * connections and is neither a template nor invalid, one at a time, and waits
- * for it.  A worker
- * in a database without the extension leaves at once.  Each batch is a
- * transaction of its own calling inbox.purge(), so the worker deletes exactly
- * what a user calling purge would, and holds its row locks only for one batch.
+ * for it.  A worker in a database without the extension leaves at once.  Each
+ * batch is a transaction of its own calling inbox.purge(), so the worker deletes
+ * exactly what a user calling purge would, and holds its row locks only for one
+ * batch.
  */
 #include "postgres.h"
 
