@@ -178,6 +178,24 @@ purge_launcher_main(Datum arg)
 	}
 }
 
+/* Each step of a worker is a transaction of its own, with a snapshot and SPI. */
+static void
+step_begin(void)
+{
+	StartTransactionCommand();
+	PushActiveSnapshot(GetTransactionSnapshot());
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+}
+
+static void
+step_end(void)
+{
+	SPI_finish();
+	PopActiveSnapshot();
+	CommitTransactionCommand();
+}
+
 /*
  * The extension's schema in this database, and its inboxes that have a retention;
  * none when the extension is not installed here.
@@ -188,11 +206,7 @@ inboxes_with_retention(char **schema)
 	List	   *relids = NIL;
 	MemoryContext outer = CurrentMemoryContext;
 
-	StartTransactionCommand();
-	PushActiveSnapshot(GetTransactionSnapshot());
-	if (SPI_connect() != SPI_OK_CONNECT)
-		elog(ERROR, "SPI_connect failed");
-
+	step_begin();
 	if (SPI_execute("SELECT n.nspname FROM pg_catalog.pg_extension e "
 					"JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) e.extnamespace "
 					"WHERE e.extname OPERATOR(pg_catalog.=) 'idempotent_inbox'",
@@ -216,10 +230,8 @@ inboxes_with_retention(char **schema)
 			MemoryContextSwitchTo(old);
 		}
 	}
+	step_end();
 
-	SPI_finish();
-	PopActiveSnapshot();
-	CommitTransactionCommand();
 	return relids;
 }
 
@@ -232,18 +244,14 @@ purge_one_batch(const char *schema, Oid relid)
 	int64		purged = 0;
 	bool		isnull;
 
-	StartTransactionCommand();
-	PushActiveSnapshot(GetTransactionSnapshot());
-	if (SPI_connect() != SPI_OK_CONNECT)
-		elog(ERROR, "SPI_connect failed");
+	step_begin();
 	if (SPI_execute_with_args(psprintf("SELECT %s.purge($1, $2)", schema),
 							  2, argtypes, values, NULL, false, 1) == SPI_OK_SELECT &&
 		SPI_processed == 1)
 		purged = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc,
 											 1, &isnull));
-	SPI_finish();
-	PopActiveSnapshot();
-	CommitTransactionCommand();
+	step_end();
+
 	return purged;
 }
 
