@@ -118,7 +118,11 @@ claim_row_wait(InboxInfo *inbox, const ClaimRow *row)
 	table_close(heap, NoLock);
 }
 
-/* Claims at or before this instant are outside the inbox's window. */
+/*
+ * Claims made before this instant are outside the inbox's window.  Strictly
+ * before, as in the SQL guards of inbox_sql.c, so that what is decided here as
+ * expired is also expired to the statement that acts on it.
+ */
 TimestampTz
 retention_cutoff(const InboxInfo *inbox, TimestampTz now)
 {
@@ -170,7 +174,7 @@ claim_row_lease_live(const ClaimRow *row, TimestampTz now)
 bool
 claim_row_expired(const InboxInfo *inbox, const ClaimRow *row, TimestampTz now)
 {
-	if (!inbox->has_retention || row->claimed_at > retention_cutoff(inbox, now))
+	if (!inbox->has_retention || row->claimed_at >= retention_cutoff(inbox, now))
 		return false;
 	return !row->leased || row->lease_until <= now;
 }
