@@ -112,6 +112,11 @@ BEGIN
      WHERE d.classid = 'pg_catalog.pg_class'::pg_catalog.regclass
        AND d.objsubid = 0
        AND r.relid::pg_catalog.oid = d.objid;
+    DELETE FROM @extschema@.positions p
+     USING pg_catalog.pg_event_trigger_dropped_objects() d
+     WHERE d.classid = 'pg_catalog.pg_class'::pg_catalog.regclass
+       AND d.objsubid = 0
+       AND p.inbox::pg_catalog.oid = d.objid;
 END
 $$;
 COMMENT ON FUNCTION @extschema@.forget_dropped_inboxes() IS
@@ -508,3 +513,49 @@ CREATE VIEW @extschema@.stats AS
 COMMENT ON VIEW @extschema@.stats IS
     'per inbox: claims, duplicates, in-progress answers, fingerprint conflicts, leases taken over and purged claims since the server started (NULL unless preloaded), and the oldest claim';
 GRANT SELECT ON @extschema@.stats TO PUBLIC;
+
+/*
+ * Streams (section 5 of the SPEC): the offset of the last message applied, per
+ * inbox, topic and partition, committed with the effect.  One row per partition,
+ * however many messages.  Written only by advance, with the rights the caller
+ * has on the inbox; a configuration table, so pg_dump keeps the positions.
+ */
+CREATE TABLE @extschema@.positions (
+    inbox       pg_catalog.regclass NOT NULL,
+    topic       pg_catalog.text NOT NULL,
+    "partition" pg_catalog.int4 NOT NULL CHECK ("partition" >= 0),
+    "offset"    pg_catalog.int8 NOT NULL CHECK ("offset" >= 0),
+    advanced_at pg_catalog.timestamptz NOT NULL DEFAULT pg_catalog.now(),
+    PRIMARY KEY (inbox, topic, "partition")
+);
+COMMENT ON TABLE @extschema@.positions IS
+    'the last offset applied per inbox, topic and partition; written only by advance';
+SELECT pg_catalog.pg_extension_config_dump('@extschema@.positions', '');
+
+CREATE FUNCTION @extschema@.advance(inbox pg_catalog.regclass, topic pg_catalog.text,
+                                    "partition" pg_catalog.int4, "offset" pg_catalog.int8)
+RETURNS boolean AS 'MODULE_PATHNAME', 'inbox_advance'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION @extschema@.advance(pg_catalog.regclass, pg_catalog.text, pg_catalog.int4, pg_catalog.int8) IS
+    'record offset as applied for the partition in this transaction: true if it is past the stored one, false if already applied';
+
+CREATE FUNCTION @extschema@.position(inbox pg_catalog.regclass, topic pg_catalog.text,
+                                     "partition" pg_catalog.int4)
+RETURNS pg_catalog.int8 AS 'MODULE_PATHNAME', 'inbox_position'
+LANGUAGE C STABLE PARALLEL UNSAFE;
+COMMENT ON FUNCTION @extschema@.position(pg_catalog.regclass, pg_catalog.text, pg_catalog.int4) IS
+    'the last offset applied for the partition, or NULL if none: seek to the next one after a restart';
+
+-- Everyone sees the positions of the inboxes they may read.
+CREATE VIEW @extschema@.streams AS
+    SELECT p.inbox, p.topic, p."partition", p."offset", p.advanced_at
+      FROM @extschema@.positions p
+     WHERE pg_catalog.has_table_privilege(p.inbox::pg_catalog.oid, 'SELECT');
+COMMENT ON VIEW @extschema@.streams IS 'stored positions of the partitions of the inboxes you may read';
+GRANT SELECT ON @extschema@.streams TO PUBLIC;
+
+CREATE FUNCTION @extschema@.dedup_trigger()
+RETURNS trigger AS 'MODULE_PATHNAME', 'inbox_dedup_trigger'
+LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY INVOKER;
+COMMENT ON FUNCTION @extschema@.dedup_trigger() IS
+    'BEFORE INSERT row trigger, with arguments (inbox, id column): claims each row''s id and drops rows already seen';

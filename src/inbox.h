@@ -168,6 +168,7 @@ extern void _PG_init(void);
 /* registry.c */
 extern void registry_init(void);
 extern InboxInfo *registry_lookup(FunctionCallInfo fcinfo, int argno, LOCKMODE lockmode);
+extern InboxInfo *registry_lookup_relid(FunctionCallInfo fcinfo, Oid relid, LOCKMODE lockmode);
 extern void registry_check_owner(FunctionCallInfo fcinfo, int argno);
 extern void registry_check_retention(Interval *retention);
 extern void registry_update_retention(FunctionCallInfo fcinfo, Oid relid, Datum retention,

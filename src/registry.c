@@ -195,16 +195,23 @@ load_entry(InboxInfo *entry, const RegistryRow *registered)
 InboxInfo *
 registry_lookup(FunctionCallInfo fcinfo, int argno, LOCKMODE lockmode)
 {
-	Oid			relid;
-	InboxInfo  *entry;
-	bool		found;
-	RegistryRow registered;
-
 	if (PG_ARGISNULL(argno))
 		ereport(ERROR,
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 				 errmsg("inbox must not be null")));
-	relid = PG_GETARG_OID(argno);
+	return registry_lookup_relid(fcinfo, PG_GETARG_OID(argno), lockmode);
+}
+
+/*
+ * The same for an inbox known by OID (a trigger's argument).  fcinfo is that of
+ * one of our functions: it tells which schema the registry is in.
+ */
+InboxInfo *
+registry_lookup_relid(FunctionCallInfo fcinfo, Oid relid, LOCKMODE lockmode)
+{
+	InboxInfo  *entry;
+	bool		found;
+	RegistryRow registered;
 
 	/*
 	 * Lock before trusting the cache: a RENAME or DROP that another session

@@ -1,0 +1,209 @@
+/*
+ * stream.c
+ *		advance and position: exactly-once for ordered partitions (Kafka, Pulsar,
+ *		Redis Streams) by storing the partition's offset with the effect.
+ *
+ * A consumer that applies a partition's messages in order needs no row per
+ * message: the offset of the last message applied, committed in the same
+ * transaction as its effect, says everything.  A redelivered message has an
+ * offset at or below it.  So advance is one row per (inbox, topic, partition) in
+ * the extension's positions table, moved forward by
+ *	INSERT ... ON CONFLICT DO UPDATE ... WHERE stored offset < new offset
+ * which, like any upsert, waits for a concurrent advance of the same partition
+ * and re-checks against what it committed: each offset is applied once, and no
+ * advance is lost.
+ *
+ * Positions belong to inboxes, so the caller's rights on the inbox decide: INSERT
+ * to advance (as to claim), SELECT to read.  The positions table itself is the
+ * extension's and is written with its owner's rights, by the two statements below
+ * only.
+ */
+#include "postgres.h"
+
+#include "access/htup_details.h"
+#include "catalog/pg_class.h"
+#include "catalog/pg_type.h"
+#include "miscadmin.h"
+#include "utils/acl.h"
+#include "utils/builtins.h"
+#include "utils/lsyscache.h"
+#include "utils/syscache.h"
+
+#include "inbox.h"
+
+/* Topic names are short (Kafka allows 249 characters); bound them like ids. */
+#define MAX_TOPIC_BYTES INBOX_MAX_ID_BYTES
+
+typedef struct PositionPlans
+{
+	Oid			relid;			/* the positions table the plans were made for */
+	Oid			owner;
+	SPIPlanPtr	advance;
+	SPIPlanPtr	read;
+} PositionPlans;
+
+static PositionPlans plans;
+
+/*
+ * The plans for the positions table as it is now: after DROP and CREATE
+ * EXTENSION it is another table, and the kept plans are remade.
+ */
+static PositionPlans *
+position_plans(FunctionCallInfo fcinfo)
+{
+	Oid			nspid = get_func_namespace(fcinfo->flinfo->fn_oid);
+	Oid			relid = get_relname_relid("positions", nspid);
+	char	   *table;
+	HeapTuple	tuple;
+	Oid			argtypes[4] = {REGCLASSOID, TEXTOID, INT4OID, INT8OID};
+
+	if (!OidIsValid(relid))
+		elog(ERROR, "the positions table of idempotent_inbox is missing");
+	if (relid == plans.relid)
+		return &plans;
+
+	spi_free_plan(&plans.advance);
+	spi_free_plan(&plans.read);
+	plans.relid = InvalidOid;
+
+	tuple = SearchSysCache1(RELOID, ObjectIdGetDatum(relid));
+	if (!HeapTupleIsValid(tuple))
+		elog(ERROR, "cache lookup failed for relation %u", relid);
+	plans.owner = ((Form_pg_class) GETSTRUCT(tuple))->relowner;
+	ReleaseSysCache(tuple);
+
+	table = quote_qualified_identifier(get_namespace_name(nspid), "positions");
+	plans.advance = spi_prepare_kept(
+		psprintf("INSERT INTO %s AS p (inbox, topic, \"partition\", \"offset\") "
+				 "VALUES ($1, $2, $3, $4) "
+				 "ON CONFLICT (inbox, topic, \"partition\") DO UPDATE "
+				 "SET \"offset\" = excluded.\"offset\", advanced_at = excluded.advanced_at "
+				 "WHERE p.\"offset\" OPERATOR(pg_catalog.<) excluded.\"offset\"", table),
+		4, argtypes);
+	plans.read = spi_prepare_kept(
+		psprintf("SELECT \"offset\" FROM %s WHERE inbox OPERATOR(pg_catalog.=) $1 "
+				 "AND topic OPERATOR(pg_catalog.=) $2 "
+				 "AND \"partition\" OPERATOR(pg_catalog.=) $3", table),
+		3, argtypes);
+	plans.relid = relid;
+	return &plans;
+}
+
+static void
+check_inbox_privilege(InboxInfo *inbox, AclMode mode)
+{
+	AclResult	result = pg_class_aclcheck(inbox->relid, GetUserId(), mode);
+
+	if (result != ACLCHECK_OK)
+		aclcheck_error(result, OBJECT_TABLE, get_rel_name(inbox->relid));
+}
+
+static text *
+topic_arg(FunctionCallInfo fcinfo)
+{
+	text	   *topic;
+
+	if (PG_ARGISNULL(1))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("topic must not be null")));
+	topic = PG_GETARG_TEXT_PP(1);
+	if (VARSIZE_ANY_EXHDR(topic) == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("topic must not be empty")));
+	if (VARSIZE_ANY_EXHDR(topic) > MAX_TOPIC_BYTES)
+		ereport(ERROR,
+				(errcode(ERRCODE_STRING_DATA_RIGHT_TRUNCATION),
+				 errmsg("topic is too long"),
+				 errdetail("The topic is %d bytes; the limit is %d.",
+						   (int) VARSIZE_ANY_EXHDR(topic), MAX_TOPIC_BYTES)));
+	return topic;
+}
+
+/* Partitions and offsets count from 0, as every broker numbers them. */
+static int64
+counter_arg(FunctionCallInfo fcinfo, int argno, const char *name)
+{
+	int64		value;
+
+	if (PG_ARGISNULL(argno))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("%s must not be null", name)));
+	value = argno == 2 ? PG_GETARG_INT32(argno) : PG_GETARG_INT64(argno);
+	if (value < 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("%s must not be negative", name),
+				 errdetail("The %s given is " INT64_FORMAT ".", name, value)));
+	return value;
+}
+
+/* Run a position statement with the owner's rights; returns the rows it touched. */
+static uint64
+execute_as_owner(FunctionCallInfo fcinfo, bool advance, Datum *values)
+{
+	PositionPlans *p = position_plans(fcinfo);
+	SPIPlanPtr	plan = advance ? p->advance : p->read;
+	Oid			save_userid;
+	int			save_sec_context;
+	int			rc;
+
+	GetUserIdAndSecContext(&save_userid, &save_sec_context);
+	SetUserIdAndSecContext(p->owner, save_sec_context | SECURITY_LOCAL_USERID_CHANGE);
+	rc = SPI_execute_plan(plan, values, NULL, false, 0);
+	SetUserIdAndSecContext(save_userid, save_sec_context);
+	if (rc < 0)
+		elog(ERROR, "SPI_execute_plan returned %s", SPI_result_code_string(rc));
+	return SPI_processed;
+}
+
+PG_FUNCTION_INFO_V1(inbox_advance);
+Datum
+inbox_advance(PG_FUNCTION_ARGS)
+{
+	InboxInfo  *inbox = registry_lookup(fcinfo, 0, AccessShareLock);
+	text	   *topic = topic_arg(fcinfo);
+	int32		partition = (int32) counter_arg(fcinfo, 2, "partition");
+	int64		offset = counter_arg(fcinfo, 3, "offset");
+	Datum		values[4] = {ObjectIdGetDatum(inbox->relid), PointerGetDatum(topic),
+							 Int32GetDatum(partition), Int64GetDatum(offset)};
+	bool		advanced;
+
+	check_inbox_privilege(inbox, ACL_INSERT);
+
+	spi_connect();
+	advanced = execute_as_owner(fcinfo, true, values) == 1;
+	SPI_finish();
+
+	stats_count(inbox, advanced ? COUNT_CLAIMS : COUNT_DUPLICATES, 1);
+	PG_RETURN_BOOL(advanced);
+}
+
+PG_FUNCTION_INFO_V1(inbox_position);
+Datum
+inbox_position(PG_FUNCTION_ARGS)
+{
+	InboxInfo  *inbox = registry_lookup(fcinfo, 0, AccessShareLock);
+	text	   *topic = topic_arg(fcinfo);
+	int32		partition = (int32) counter_arg(fcinfo, 2, "partition");
+	Datum		values[3] = {ObjectIdGetDatum(inbox->relid), PointerGetDatum(topic),
+							 Int32GetDatum(partition)};
+	bool		found;
+	bool		isnull = true;
+	int64		offset = 0;
+
+	check_inbox_privilege(inbox, ACL_SELECT);
+
+	spi_connect();
+	found = execute_as_owner(fcinfo, false, values) == 1;
+	if (found)
+		offset = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc,
+											 1, &isnull));
+	SPI_finish();
+
+	if (!found || isnull)
+		PG_RETURN_NULL();
+	PG_RETURN_INT64(offset);
+}
