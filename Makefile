@@ -30,6 +30,8 @@ PG_CONFIG ?= $(shell test -x /usr/lib/postgresql/15/bin/pg_config && echo /usr/l
 PGXS := $(shell $(PG_CONFIG) --pgxs 2>/dev/null)
 ifneq ($(wildcard $(PGXS)),)
 include $(PGXS)
+# PGXS does not track headers: every object depends on ours.
+$(OBJS): $(wildcard src/*.h)
 else
 all:
 	@echo "PostgreSQL server headers not found: run 'make demo' or 'make test', which install them"

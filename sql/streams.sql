@@ -24,13 +24,18 @@ SELECT inbox.position('stream_inbox', 'payments', 0);
 ROLLBACK;
 SELECT inbox.position('stream_inbox', 'payments', 0);
 SELECT inbox.advance('stream_inbox', 'payments', 0, 43);
--- The typical consumer step: effect and advance in one transaction.
+-- The typical consumer step: effect and advance in one transaction.  advance is
+-- called once, in a CTE, never in the UPDATE's WHERE clause: after waiting for a
+-- concurrent update of the same account, READ COMMITTED re-evaluates the WHERE
+-- clause, and a second call would answer "already applied" to its own offset.
 CREATE TABLE stream_accounts (id text PRIMARY KEY, balance numeric NOT NULL);
 INSERT INTO stream_accounts VALUES ('acct-1', 0);
 CREATE FUNCTION apply_payment(p_offset bigint, p_amount numeric) RETURNS boolean
 LANGUAGE sql AS $$
+    WITH fresh AS (SELECT inbox.advance('stream_inbox', 'ledger', 0, p_offset) AS applied)
     UPDATE stream_accounts SET balance = balance + p_amount
-     WHERE id = 'acct-1' AND inbox.advance('stream_inbox', 'ledger', 0, p_offset)
+      FROM fresh
+     WHERE id = 'acct-1' AND fresh.applied
     RETURNING true
 $$;
 SELECT apply_payment(1, 50), apply_payment(2, 25), apply_payment(2, 25), apply_payment(1, 50);

@@ -70,7 +70,10 @@ record_outcome(InboxInfo *inbox, bool duplicate)
 	return !duplicate;
 }
 
-/* The INSERT; true when it wrote the claim.  SPI must be connected. */
+/*
+ * The INSERT; true when it wrote the claim.  SPI must be connected.  Without the
+ * executor where the inbox allows it (claim_direct.c), else as SQL.
+ */
 static bool
 claim_insert(InboxInfo *inbox, Datum message_id, bytea *fingerprint)
 {
@@ -78,7 +81,13 @@ claim_insert(InboxInfo *inbox, Datum message_id, bytea *fingerprint)
 	char		nulls[6] = {' ', fingerprint ? ' ' : 'n', 'n', 'n', 'n', 'n'};
 
 	if (fingerprint == NULL)
+	{
+		ClaimDirectResult direct = claim_direct(inbox, message_id);
+
+		if (direct != CLAIM_DIRECT_UNAVAILABLE)
+			return direct == CLAIM_DIRECT_CLAIMED;
 		return inbox_execute(inbox, SQL_CLAIM, values, NULL) == 1;
+	}
 	return inbox_execute(inbox, SQL_CLAIM_FULL, values, nulls) == 1;
 }
 

@@ -80,4 +80,21 @@
 #define compat_database_is_invalid(db) false
 #endif
 
+/*
+ * Index insertion with an arbiter index, as speculative insertion does it: the
+ * result relation became an argument in 14, and 16 added onlySummarizing.  On 13
+ * claims always take the SQL path.
+ */
+#if PG_VERSION_NUM >= 160000
+#define compat_insert_index_tuples(rri, slot, estate, conflict, arbiter) \
+	((void) ExecInsertIndexTuples((rri), (slot), (estate), false, true, (conflict), (arbiter), false))
+#elif PG_VERSION_NUM >= 140000
+#define compat_insert_index_tuples(rri, slot, estate, conflict, arbiter) \
+	((void) ExecInsertIndexTuples((rri), (slot), (estate), false, true, (conflict), (arbiter)))
+#else
+#define COMPAT_NO_DIRECT_CLAIM 1
+#define compat_insert_index_tuples(rri, slot, estate, conflict, arbiter) \
+	elog(ERROR, "claims without the executor need PostgreSQL 14 or later")
+#endif
+
 #endif							/* INBOX_COMPAT_H */

@@ -101,6 +101,8 @@ typedef struct InboxInfo
 	Oid			pkindex;		/* the message_id primary key index */
 	RegProcedure key_eq;		/* equality proc of that index, for probes */
 	char	   *qualname;		/* quoted, schema-qualified table name */
+	AttrNumber	key_attnum;		/* message_id */
+	bool		direct_shape;	/* claims may skip the executor (claim_direct.c) */
 	bool		has_retention;	/* claims older than retention count as absent */
 	Interval	retention;
 	AttrNumber	columns[INBOX_NUM_COLUMNS];	/* attnums, by InboxColumn */
@@ -200,6 +202,17 @@ extern void spi_execute_expect(SPIPlanPtr plan, Datum *values, const char *nulls
 
 /* claim.c */
 extern bool claim_one(InboxInfo *inbox, Datum message_id, bytea *fingerprint);
+
+/* claim_direct.c */
+typedef enum ClaimDirectResult
+{
+	CLAIM_DIRECT_UNAVAILABLE,
+	CLAIM_DIRECT_CLAIMED,
+	CLAIM_DIRECT_DUPLICATE
+} ClaimDirectResult;
+
+extern bool claim_direct_shape_ok(Relation rel, AttrNumber claimed_at);
+extern ClaimDirectResult claim_direct(InboxInfo *inbox, Datum message_id);
 
 /* claim_row.c */
 extern void claim_row_read(InboxInfo *inbox, Datum message_id, bool columns, ClaimRow *row);

@@ -174,6 +174,9 @@ load_entry(InboxInfo *entry, const RegistryRow *registered)
 
 		entry->columns[c] = attnum > 0 ? attnum : InvalidAttrNumber;
 	}
+	entry->key_attnum = get_attnum(entry->relid, "message_id");
+	entry->direct_shape = entry->key_attnum > 0 &&
+		claim_direct_shape_ok(rel, entry->columns[COL_CLAIMED_AT]);
 
 	entry->qualname = MemoryContextStrdup(CacheMemoryContext,
 										  quote_qualified_identifier(get_namespace_name(RelationGetNamespace(rel)),
