@@ -13,7 +13,7 @@ DATA = $(sort $(wildcard idempotent_inbox--*.sql))
 PGFILEDESC = "idempotent_inbox - exactly-once effects for at-least-once consumers"
 
 # In order: drop_extension must run last.
-REGRESS = inbox_admin claim claim_many claim_apply claim_apply_args \
+REGRESS = inbox_admin claim claim_paths claim_many claim_apply claim_apply_args \
 	idempotency_keys retention streams \
 	upsert transition state_machine hostile_identifiers drop_extension
 REGRESS_OPTS = --load-extension=idempotent_inbox
