@@ -16,8 +16,11 @@ set -euo pipefail
 PG_BIN=/usr/lib/postgresql/15/bin
 PG_CONFIG=$PG_BIN/pg_config
 REPO_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+# redis-server and the python3-* packages are for the Redis chaos demo
+# (examples/redis_chaos), which make demo runs and make test runs briefly.
 PACKAGES=(make gcc postgresql-15 postgresql-server-dev-15 postgresql-15-pgtap
-          libipc-run-perl libtap-parser-sourcehandler-pgtap-perl)
+          libipc-run-perl libtap-parser-sourcehandler-pgtap-perl
+          redis-server python3-redis python3-psycopg)
 # "command:package" pairs: the package is installed only when the command is missing
 # from the tests' PATH: such tools often come from elsewhere, like NodeSource's nodejs,
 # which bundles npm and conflicts with Debian's.
