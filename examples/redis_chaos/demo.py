@@ -1,0 +1,155 @@
+#!/usr/bin/env python3
+"""Redis chaos demo: four consumer designs under SIGKILL, and only the inbox stays exact.
+
+A private Redis server carries payment events on a stream to four consumer groups, one
+per design (designs.py).  Each group's consumer runs as a separate process that is
+killed with SIGKILL over and over, by its crash plan and by the supervisor; every kill
+is followed by a restart that takes back the pending entries and processes them again.
+At the end every entry has been acknowledged by every group, and the table compares
+each design's balances with the right ones.
+
+    PGDATABASE=mydb python3 demo.py [--events N] [--kills K] [--seed S] [--long]
+
+Needs redis-server, python3-redis and python3-psycopg, and a database (named by the PG*
+variables) where idempotent_inbox is installed or may be created.  It replaces the
+schemas chaos_a .. chaos_d and chaos_referee there.  Exits 0 if and only if design C
+is exact: A, B and D are expected to be wrong.
+"""
+import argparse
+import random
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+
+import psycopg
+import redis
+
+import broker
+import children
+import payments
+import referee
+import report
+from designs import DESIGNS
+from supervisor import Supervisor
+
+POINTS = {"before_commit": "before COMMIT",
+          "before_ack": "after COMMIT before XACK",
+          "before_record": "between D's two COMMITs"}
+
+
+@dataclass
+class Outcome:
+    results: list           # report.Result, one per design
+    payments: int
+    resent: int
+    supervisor_kills: int
+    planned_crashes: dict   # point -> count, all designs together
+    reclaimed: dict         # design key -> entries taken back by XAUTOCLAIM
+    caught_redeliveries: dict   # design key -> redelivered entries it skipped as duplicates
+    seconds: float
+    redis_port: int
+
+    def result(self, design_key):
+        return next(r for r in self.results if r.design_key == design_key)
+
+    @property
+    def kills(self):
+        return self.supervisor_kills + sum(self.planned_crashes.values())
+
+
+def run(events, kills, seed, crash_rate, resend_rate=0.02, say=print):
+    """The whole run, quiet but for say(line); returns an Outcome."""
+    started = time.monotonic()
+    # Far beyond what a run needs on two cores: only stuck consumers hit it.
+    timeout = 120 + 0.1 * events
+    rng = random.Random(seed)
+    all_payments = payments.make_payments(events, rng)
+    expected = payments.expected_balances(all_payments)
+    keys = list(DESIGNS)
+    referee.prepare()
+    with tempfile.TemporaryDirectory(prefix="redis_chaos.") as workdir, \
+            broker.RedisServer(workdir) as server:
+        r = server.client()
+        broker.create_groups(r, keys)
+        resent = payments.publish(r, all_payments, rng, resend_rate)
+        say(f"{events} payments to {len(payments.ACCOUNTS)} accounts through a private Redis "
+            f"stream at 127.0.0.1:{server.port}")
+        say(f"(the producer sent {resent} of them twice), one consumer group and process per "
+            f"design,")
+        say(f"each XACKing only after COMMIT; SIGKILLs at random times and planned points "
+            f"(seed {seed}) ...")
+        sup = Supervisor(r, server.port, workdir, keys, seed, crash_rate, kills, rng)
+        sup.run(timeout)
+        stats = r.hgetall(broker.STATS)
+
+    def stat(name):
+        return int(stats.get(name, 0))
+
+    results = []
+    for key in keys:
+        crashes = sum(stat(f"{key}:crash:{point}") for point in POINTS)
+        results.append(report.judge(key, expected, referee.balances(key),
+                                    referee.applications(key),
+                                    [p.id for p in all_payments], sup.killed[key] + crashes))
+    return Outcome(
+        results=results, payments=events, resent=resent,
+        supervisor_kills=sum(sup.killed.values()),
+        planned_crashes={point: sum(stat(f"{k}:crash:{point}") for k in keys) for point in POINTS},
+        reclaimed={k: stat(f"{k}:reclaimed") for k in keys},
+        caught_redeliveries={k: stat(f"{k}:skipped_redelivery") for k in keys},
+        seconds=time.monotonic() - started, redis_port=server.port)
+
+
+def summary(outcome):
+    planned = sum(outcome.planned_crashes.values())
+    where = ", ".join(f"{n} {POINTS[point]}" for point, n in outcome.planned_crashes.items())
+    return (f"chaos: {outcome.kills} SIGKILLs, {outcome.supervisor_kills} at random times, "
+            f"{planned} planned:\n       {where}\n"
+            f"redelivery: after the restarts XAUTOCLAIM took back "
+            f"{sum(outcome.reclaimed.values())} pending entries ({outcome.seconds:.0f} s)")
+
+
+def verdict(outcome):
+    c = outcome.result("c")
+    if not c.exact:
+        return f"verdict: FAILED: the inbox design is {c.verdict()}"
+    lucky = [r.title[0] for r in outcome.results if r.design_key != "c" and r.exact]
+    line = (f"verdict: only C, the inbox, is exact: {outcome.payments} payments, each applied "
+            f"once, despite {outcome.kills} SIGKILLs")
+    if lucky:
+        line = (f"verdict: C, the inbox, is exact; {' and '.join(lucky)} escaped this run "
+                f"(try --long or another --seed)")
+    return line
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--events", type=int, default=3000, help="payments to produce")
+    parser.add_argument("--kills", type=int, default=10,
+                        help="SIGKILLs the supervisor sends at random times")
+    parser.add_argument("--crash-rate", type=float, default=0.002,
+                        help="share of payments that crash a consumer at each planned point")
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--long", action="store_true",
+                        help="20000 payments and 60 random kills (about five minutes)")
+    opts = parser.parse_args()
+    if opts.long:
+        opts.events, opts.kills = max(opts.events, 20000), max(opts.kills, 60)
+    children.exit_on_signals()
+    try:
+        outcome = run(opts.events, opts.kills, opts.seed, opts.crash_rate,
+                      say=lambda line: print(line, flush=True))
+    except KeyboardInterrupt:
+        print("interrupted: Redis and the consumers are stopped", file=sys.stderr)
+        return 130
+    except (RuntimeError, psycopg.Error, redis.RedisError) as e:
+        print(f"demo failed: {e}", file=sys.stderr)
+        return 2
+    print("", summary(outcome), "", report.table(outcome.results), "", verdict(outcome),
+          sep="\n")
+    return 0 if outcome.result("c").exact else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,67 @@
+"""The database side: one schema per design with its accounts table, and the referee.
+
+The referee is a trigger on every design's accounts table that writes down which
+payment each balance change belongs to (designs.referee_tag names it), in the same
+transaction as the change: a rolled-back change leaves no record, a committed one
+always does.  So besides comparing balances, the demo can say how many payments a
+design applied twice and how many it lost.
+"""
+from collections import Counter
+
+import psycopg
+
+from designs import DESIGNS, schema_of
+from payments import ACCOUNTS
+
+REFEREE_SQL = """
+DROP SCHEMA IF EXISTS chaos_referee CASCADE;
+CREATE SCHEMA chaos_referee;
+CREATE TABLE chaos_referee.applied (design text NOT NULL, payment_id text NOT NULL);
+CREATE FUNCTION chaos_referee.record() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    -- NOT NULL makes a change without a tag fail instead of going uncounted.
+    INSERT INTO chaos_referee.applied
+    VALUES (TG_TABLE_SCHEMA, nullif(current_setting('chaos.payment_id', true), ''));
+    RETURN NULL;
+END $$;
+"""
+
+
+def connect(schema=None, autocommit=False):
+    """Connects with the PG* environment variables."""
+    options = f"-c search_path={schema}" if schema else ""
+    return psycopg.connect("", options=options, autocommit=autocommit)
+
+
+def prepare():
+    """Fresh schemas for every design, each account at balance 0."""
+    with connect(autocommit=True) as conn:
+        conn.execute("CREATE EXTENSION IF NOT EXISTS idempotent_inbox")
+        conn.execute(REFEREE_SQL)
+        for key, design in DESIGNS.items():
+            schema = schema_of(key)
+            conn.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
+            conn.execute(f"CREATE SCHEMA {schema}")
+            conn.execute(f"SET search_path = {schema}")
+            conn.execute("CREATE TABLE accounts (id text PRIMARY KEY, balance bigint NOT NULL)")
+            with conn.cursor() as cur:
+                cur.executemany("INSERT INTO accounts VALUES (%s, 0)", [(a,) for a in ACCOUNTS])
+            conn.execute("""CREATE TRIGGER referee AFTER UPDATE ON accounts FOR EACH ROW
+                            EXECUTE FUNCTION chaos_referee.record()""")
+            design().setup(conn)
+            conn.execute("RESET search_path")
+
+
+def balances(design_key):
+    with connect(autocommit=True) as conn:
+        rows = conn.execute(f"SELECT id, balance FROM {schema_of(design_key)}.accounts")
+        return dict(rows.fetchall())
+
+
+def applications(design_key):
+    """How many times each payment id reached the design's balances."""
+    with connect(autocommit=True) as conn:
+        rows = conn.execute("""SELECT payment_id, count(*) FROM chaos_referee.applied
+                               WHERE design = %s GROUP BY payment_id""",
+                            (schema_of(design_key),))
+        return Counter(dict(rows.fetchall()))
