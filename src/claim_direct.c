@@ -102,23 +102,41 @@ claim_direct_allowed(InboxInfo *inbox)
 }
 
 /*
- * One speculative insertion of the claim row.  True if it went in; false if a
- * concurrent insertion of the same id won, and the caller must look again.
+ * One speculative insertion of the row in slot, with arbiter as the only index
+ * whose conflicts are not errors.  True if it went in; false if a concurrent
+ * insertion of the same key won, and the caller must look again.  The caller
+ * has locked rel.
  */
-static bool
-insert_speculatively(InboxInfo *inbox, Datum message_id)
+bool
+speculative_insert(Relation rel, Oid arbiter, TupleTableSlot *slot)
 {
-	Relation	rel = table_open(inbox->relid, NoLock);	/* locked by the lookup */
 	EState	   *estate = CreateExecutorState();
 	ResultRelInfo *rri = makeNode(ResultRelInfo);
-	TupleTableSlot *slot = table_slot_create(rel, NULL);
 	TransactionId xid = GetCurrentTransactionId();
-	List	   *arbiter = list_make1_oid(inbox->pkindex);
+	List	   *arbiters = list_make1_oid(arbiter);
 	bool		conflict = false;
 	uint32		token;
 
 	InitResultRelInfo(rri, rel, 1, NULL, 0);
 	ExecOpenIndices(rri, true);
+
+	token = SpeculativeInsertionLockAcquire(xid);
+	table_tuple_insert_speculative(rel, slot, GetCurrentCommandId(true), 0, NULL, token);
+	compat_insert_index_tuples(rri, slot, estate, &conflict, arbiters);
+	table_tuple_complete_speculative(rel, slot, token, !conflict);
+	SpeculativeInsertionLockRelease(xid);
+
+	ExecCloseIndices(rri);
+	FreeExecutorState(estate);
+	return !conflict;
+}
+
+static bool
+insert_speculatively(InboxInfo *inbox, Datum message_id)
+{
+	Relation	rel = table_open(inbox->relid, NoLock);	/* locked by the lookup */
+	TupleTableSlot *slot = table_slot_create(rel, NULL);
+	bool		inserted;
 
 	ExecClearTuple(slot);
 	memset(slot->tts_isnull, true, sizeof(bool) * slot->tts_tupleDescriptor->natts);
@@ -129,17 +147,11 @@ insert_speculatively(InboxInfo *inbox, Datum message_id)
 	slot->tts_isnull[inbox->columns[COL_CLAIMED_AT] - 1] = false;
 	ExecStoreVirtualTuple(slot);
 
-	token = SpeculativeInsertionLockAcquire(xid);
-	table_tuple_insert_speculative(rel, slot, GetCurrentCommandId(true), 0, NULL, token);
-	compat_insert_index_tuples(rri, slot, estate, &conflict, arbiter);
-	table_tuple_complete_speculative(rel, slot, token, !conflict);
-	SpeculativeInsertionLockRelease(xid);
+	inserted = speculative_insert(rel, inbox->pkindex, slot);
 
-	ExecCloseIndices(rri);
 	ExecDropSingleTupleTableSlot(slot);
-	FreeExecutorState(estate);
 	table_close(rel, NoLock);
-	return !conflict;
+	return inserted;
 }
 
 /*

@@ -83,18 +83,32 @@
 /*
  * Index insertion with an arbiter index, as speculative insertion does it: the
  * result relation became an argument in 14, and 16 added onlySummarizing.  On 13
- * claims always take the SQL path.
+ * claims always take the SQL path.  After a non-HOT update the new entries are
+ * inserted as for a fresh row: "update" is only a hint for bottom-up deletion,
+ * and computing it needs a range table we do not have.
  */
 #if PG_VERSION_NUM >= 160000
 #define compat_insert_index_tuples(rri, slot, estate, conflict, arbiter) \
 	((void) ExecInsertIndexTuples((rri), (slot), (estate), false, true, (conflict), (arbiter), false))
+#define compat_update_index_tuples(rri, slot, estate) \
+	((void) ExecInsertIndexTuples((rri), (slot), (estate), false, false, NULL, NIL, false))
+#define COMPAT_UPDATE_INDEXES TU_UpdateIndexes
+#define compat_must_update_indexes(u) ((u) != TU_None)
 #elif PG_VERSION_NUM >= 140000
 #define compat_insert_index_tuples(rri, slot, estate, conflict, arbiter) \
 	((void) ExecInsertIndexTuples((rri), (slot), (estate), false, true, (conflict), (arbiter)))
+#define compat_update_index_tuples(rri, slot, estate) \
+	((void) ExecInsertIndexTuples((rri), (slot), (estate), false, false, NULL, NIL))
+#define COMPAT_UPDATE_INDEXES bool
+#define compat_must_update_indexes(u) (u)
 #else
 #define COMPAT_NO_DIRECT_CLAIM 1
 #define compat_insert_index_tuples(rri, slot, estate, conflict, arbiter) \
 	elog(ERROR, "claims without the executor need PostgreSQL 14 or later")
+#define compat_update_index_tuples(rri, slot, estate) \
+	elog(ERROR, "advance without the executor needs PostgreSQL 14 or later")
+#define COMPAT_UPDATE_INDEXES bool
+#define compat_must_update_indexes(u) (u)
 #endif
 
 #endif							/* INBOX_COMPAT_H */

@@ -212,6 +212,7 @@ typedef enum ClaimDirectResult
 } ClaimDirectResult;
 
 extern bool claim_direct_shape_ok(Relation rel, AttrNumber claimed_at);
+extern bool speculative_insert(Relation rel, Oid arbiter, struct TupleTableSlot *slot);
 extern ClaimDirectResult claim_direct(InboxInfo *inbox, Datum message_id);
 
 /* claim_row.c */

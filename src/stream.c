@@ -20,29 +20,74 @@
  */
 #include "postgres.h"
 
+#include "access/genam.h"
 #include "access/htup_details.h"
+#include "access/relscan.h"
+#include "access/stratnum.h"
+#include "access/table.h"
+#include "access/tableam.h"
+#include "access/xact.h"
 #include "catalog/pg_class.h"
 #include "catalog/pg_type.h"
+#include "executor/executor.h"
 #include "miscadmin.h"
+#include "nodes/makefuncs.h"
+#include "storage/lmgr.h"
 #include "utils/acl.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
+#include "utils/rel.h"
+#include "utils/snapmgr.h"
 #include "utils/syscache.h"
 
+#include "compat.h"
 #include "inbox.h"
 
 /* Topic names are short (Kafka allows 249 characters); bound them like ids. */
 #define MAX_TOPIC_BYTES INBOX_MAX_ID_BYTES
 
+/* Key columns of positions, in the order of its primary key. */
+#define POSITION_KEYS 3
+#define ATT_OFFSET 4
+#define ATT_ADVANCED_AT 5
+
 typedef struct PositionPlans
 {
 	Oid			relid;			/* the positions table the plans were made for */
 	Oid			owner;
+	Oid			pkindex;
+	RegProcedure key_eq[POSITION_KEYS]; /* equality of each key column, for probes */
 	SPIPlanPtr	advance;
 	SPIPlanPtr	read;
 } PositionPlans;
 
 static PositionPlans plans;
+
+/* The primary key of positions and its equality procedures, for index probes. */
+static void
+position_keys(Oid relid, PositionPlans *p)
+{
+	Relation	rel = table_open(relid, AccessShareLock);
+	Relation	index;
+
+	p->pkindex = RelationGetPrimaryKeyIndex(rel);
+	if (!OidIsValid(p->pkindex))
+		elog(ERROR, "the positions table of idempotent_inbox has no primary key");
+	index = index_open(p->pkindex, AccessShareLock);
+	if (index->rd_index->indnkeyatts != POSITION_KEYS)
+		elog(ERROR, "the primary key of positions has %d columns", index->rd_index->indnkeyatts);
+	for (int i = 0; i < POSITION_KEYS; i++)
+	{
+		Oid			eqop = get_opfamily_member(index->rd_opfamily[i], index->rd_opcintype[i],
+											   index->rd_opcintype[i], BTEqualStrategyNumber);
+
+		if (!OidIsValid(eqop))
+			elog(ERROR, "no equality operator in operator family %u", index->rd_opfamily[i]);
+		p->key_eq[i] = get_opcode(eqop);
+	}
+	index_close(index, AccessShareLock);
+	table_close(rel, AccessShareLock);
+}
 
 /*
  * The plans for the positions table as it is now: after DROP and CREATE
@@ -71,6 +116,7 @@ position_plans(FunctionCallInfo fcinfo)
 		elog(ERROR, "cache lookup failed for relation %u", relid);
 	plans.owner = ((Form_pg_class) GETSTRUCT(tuple))->relowner;
 	ReleaseSysCache(tuple);
+	position_keys(relid, &plans);
 
 	table = quote_qualified_identifier(get_namespace_name(nspid), "positions");
 	plans.advance = spi_prepare_kept(
@@ -159,6 +205,166 @@ execute_as_owner(FunctionCallInfo fcinfo, bool advance, Datum *values)
 	return SPI_processed;
 }
 
+/*
+ * advance without the executor, under READ COMMITTED: the statement above, done
+ * by hand.  Read the partition's row with a dirty snapshot; an offset at or below
+ * a committed one is already applied, with nothing written or locked (offsets
+ * only grow, so that answer cannot change).  Otherwise update the row in place,
+ * or insert it speculatively if there is none; if another transaction changed or
+ * inserted it meanwhile, wait for it and decide again.  The effect is the
+ * statement's: the same rows, locks and waits.
+ */
+typedef enum AdvanceResult
+{
+	ADVANCE_UNAVAILABLE,
+	ADVANCE_MOVED,
+	ADVANCE_ALREADY
+} AdvanceResult;
+
+typedef struct PositionRow
+{
+	RowState	state;
+	TransactionId xid;
+	ItemPointerData tid;
+	int64		offset;
+} PositionRow;
+
+static void
+position_read(Relation rel, Relation index, PositionPlans *p, Datum *keys, PositionRow *row)
+{
+	SnapshotData dirty;
+	ScanKeyData scankeys[POSITION_KEYS];
+	IndexScanDesc scan;
+	TupleTableSlot *slot = table_slot_create(rel, NULL);
+
+	memset(row, 0, sizeof(PositionRow));
+	row->state = ROW_ABSENT;
+	InitDirtySnapshot(dirty);
+	for (int i = 0; i < POSITION_KEYS; i++)
+	{
+		ScanKeyInit(&scankeys[i], i + 1, BTEqualStrategyNumber, p->key_eq[i], keys[i]);
+		scankeys[i].sk_collation = index->rd_indcollation[i];
+	}
+	scan = index_beginscan(rel, index, &dirty, POSITION_KEYS, 0);
+	index_rescan(scan, scankeys, POSITION_KEYS, NULL, 0);
+	while (row->state != ROW_CHANGING && index_getnext_slot(scan, ForwardScanDirection, slot))
+	{
+		bool		isnull;
+
+		if (TransactionIdIsValid(dirty.xmax))
+		{
+			row->state = ROW_CHANGING;
+			row->xid = dirty.xmax;
+		}
+		else if (TransactionIdIsValid(dirty.xmin))
+		{
+			row->state = ROW_INSERTING;
+			row->xid = dirty.xmin;
+		}
+		else
+		{
+			row->state = ROW_PRESENT;
+			row->offset = DatumGetInt64(slot_getattr(slot, ATT_OFFSET, &isnull));
+		}
+		row->tid = slot->tts_tid;
+	}
+	index_endscan(scan);
+	ExecDropSingleTupleTableSlot(slot);
+}
+
+/* The row as it must be after advancing to offset. */
+static TupleTableSlot *
+position_slot(Relation rel, Datum *keys, int64 offset)
+{
+	TupleTableSlot *slot = table_slot_create(rel, NULL);
+
+	ExecClearTuple(slot);
+	memset(slot->tts_isnull, false, sizeof(bool) * slot->tts_tupleDescriptor->natts);
+	for (int i = 0; i < POSITION_KEYS; i++)
+		slot->tts_values[i] = keys[i];
+	slot->tts_values[ATT_OFFSET - 1] = Int64GetDatum(offset);
+	slot->tts_values[ATT_ADVANCED_AT - 1] =
+		TimestampTzGetDatum(GetCurrentTransactionStartTimestamp());
+	ExecStoreVirtualTuple(slot);
+	return slot;
+}
+
+/* Move the committed (or our own) row at tid; false if it changed under us. */
+static bool
+position_update(Relation rel, ItemPointer tid, TupleTableSlot *slot)
+{
+	TM_FailureData tmfd;
+	LockTupleMode lockmode;
+	COMPAT_UPDATE_INDEXES update_indexes;
+	TM_Result	result;
+
+	result = table_tuple_update(rel, tid, slot, GetCurrentCommandId(true),
+								InvalidSnapshot, InvalidSnapshot, true,
+								&tmfd, &lockmode, &update_indexes);
+	if (result == TM_Updated || result == TM_Deleted)
+		return false;
+	if (result != TM_Ok)
+		elog(ERROR, "unexpected result %d updating a stream position", (int) result);
+
+	if (compat_must_update_indexes(update_indexes))
+	{
+		EState	   *estate = CreateExecutorState();
+		ResultRelInfo *rri = makeNode(ResultRelInfo);
+
+		InitResultRelInfo(rri, rel, 1, NULL, 0);
+		ExecOpenIndices(rri, false);
+		compat_update_index_tuples(rri, slot, estate);
+		ExecCloseIndices(rri);
+		FreeExecutorState(estate);
+	}
+	return true;
+}
+
+static AdvanceResult
+advance_direct(PositionPlans *p, Datum *keys, int64 offset)
+{
+	Relation	rel;
+	Relation	index;
+	AdvanceResult result = ADVANCE_UNAVAILABLE;
+
+#ifdef COMPAT_NO_DIRECT_CLAIM
+	return ADVANCE_UNAVAILABLE;
+#endif
+	if (IsolationUsesXactSnapshot() || XactReadOnly || IsInParallelMode())
+		return ADVANCE_UNAVAILABLE;
+
+	rel = table_open(p->relid, RowExclusiveLock);
+	index = index_open(p->pkindex, RowExclusiveLock);
+	while (result == ADVANCE_UNAVAILABLE)
+	{
+		PositionRow row;
+		TupleTableSlot *slot;
+
+		CHECK_FOR_INTERRUPTS();
+		/* Our own earlier advance in this statement must be visible, and final. */
+		CommandCounterIncrement();
+		position_read(rel, index, p, keys, &row);
+		if (row.state == ROW_INSERTING || row.state == ROW_CHANGING)
+		{
+			XactLockTableWait(row.xid, rel, &row.tid, XLTW_None);
+			continue;
+		}
+		if (row.state == ROW_PRESENT && row.offset >= offset)
+		{
+			result = ADVANCE_ALREADY;
+			break;
+		}
+		slot = position_slot(rel, keys, offset);
+		if (row.state == ROW_PRESENT ? position_update(rel, &row.tid, slot) :
+			speculative_insert(rel, p->pkindex, slot))
+			result = ADVANCE_MOVED;
+		ExecDropSingleTupleTableSlot(slot);
+	}
+	index_close(index, NoLock);
+	table_close(rel, NoLock);
+	return result;
+}
+
 PG_FUNCTION_INFO_V1(inbox_advance);
 Datum
 inbox_advance(PG_FUNCTION_ARGS)
@@ -171,10 +377,16 @@ inbox_advance(PG_FUNCTION_ARGS)
 							 Int32GetDatum(partition), Int64GetDatum(offset)};
 	bool		advanced;
 
+	AdvanceResult direct;
+
 	check_inbox_privilege(inbox, ACL_INSERT);
 
-	spi_connect();
-	advanced = execute_as_owner(fcinfo, true, values) == 1;
+	spi_connect();				/* the plans are SPI plans, made on first use */
+	direct = advance_direct(position_plans(fcinfo), values, offset);
+	if (direct != ADVANCE_UNAVAILABLE)
+		advanced = direct == ADVANCE_MOVED;
+	else
+		advanced = execute_as_owner(fcinfo, true, values) == 1;
 	SPI_finish();
 
 	stats_count(inbox, advanced ? COUNT_CLAIMS : COUNT_DUPLICATES, 1);
