@@ -156,9 +156,15 @@ bool
 claim_one(InboxInfo *inbox, Datum message_id, bytea *fingerprint)
 {
 	ClaimRow	row;
+	ClaimDirectResult direct;
 
 	if (inbox->has_retention || fingerprint != NULL)
 		return claim_checked(inbox, message_id, fingerprint);
+
+	/* The direct path probes first itself: a duplicate writes nothing there. */
+	direct = claim_direct(inbox, message_id);
+	if (direct != CLAIM_DIRECT_UNAVAILABLE)
+		return record_outcome(inbox, direct == CLAIM_DIRECT_DUPLICATE);
 
 	if (inbox->dup_rate >= DUP_PROBE_THRESHOLD)
 	{
@@ -166,7 +172,30 @@ claim_one(InboxInfo *inbox, Datum message_id, bytea *fingerprint)
 		if (is_plain_duplicate(&row))
 			return record_outcome(inbox, true);
 	}
-	return record_outcome(inbox, !claim_insert(inbox, message_id, NULL));
+	return record_outcome(inbox, inbox_execute(inbox, SQL_CLAIM, &message_id, NULL) != 1);
+}
+
+/*
+ * claim_one for callers without SPI (claim, the dedup trigger): the direct path
+ * needs none, and connecting costs more than the claim itself when it is done for
+ * every row of a COPY.
+ */
+bool
+claim_one_connecting(InboxInfo *inbox, Datum message_id)
+{
+	bool		claimed;
+
+	if (!inbox->has_retention)
+	{
+		ClaimDirectResult direct = claim_direct(inbox, message_id);
+
+		if (direct != CLAIM_DIRECT_UNAVAILABLE)
+			return record_outcome(inbox, direct == CLAIM_DIRECT_DUPLICATE);
+	}
+	spi_connect();
+	claimed = claim_one(inbox, message_id, NULL);
+	SPI_finish();
+	return claimed;
 }
 
 PG_FUNCTION_INFO_V1(inbox_claim);
@@ -178,6 +207,9 @@ inbox_claim(PG_FUNCTION_ARGS)
 	Datum		id = message_id_from_arg(fcinfo, 1, sig->keytype, inbox);
 	bytea	   *fingerprint = fingerprint_arg(fcinfo, 2);
 	bool		claimed;
+
+	if (fingerprint == NULL)
+		PG_RETURN_BOOL(claim_one_connecting(inbox, id));
 
 	spi_connect();
 	claimed = claim_one(inbox, id, fingerprint);

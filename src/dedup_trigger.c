@@ -157,9 +157,7 @@ inbox_dedup_trigger(PG_FUNCTION_ARGS)
 		value = PointerGetDatum(PG_DETOAST_DATUM_PACKED(value));
 	id = message_id_from_element(value, false, target->idtype, inbox, 0);
 
-	spi_connect();
-	claimed = claim_one(inbox, id, NULL);
-	SPI_finish();
+	claimed = claim_one_connecting(inbox, id);
 
 	return PointerGetDatum(claimed ? row : NULL);
 }

@@ -202,6 +202,7 @@ extern void spi_execute_expect(SPIPlanPtr plan, Datum *values, const char *nulls
 
 /* claim.c */
 extern bool claim_one(InboxInfo *inbox, Datum message_id, bytea *fingerprint);
+extern bool claim_one_connecting(InboxInfo *inbox, Datum message_id);
 
 /* claim_direct.c */
 typedef enum ClaimDirectResult
