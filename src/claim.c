@@ -148,23 +148,26 @@ claim_checked(InboxInfo *inbox, Datum message_id, bytea *fingerprint)
 }
 
 /*
- * Claim one id.  SPI must be connected.  True when the claim row was written by
- * this call, false when the id was already claimed (committed, or earlier in this
- * transaction).  fingerprint may be NULL.
+ * The direct path, when this call may take it (claim_direct.c): true, with the
+ * answer in *claimed, when it answered.  It probes first itself, so a duplicate
+ * writes nothing there.
  */
-bool
-claim_one(InboxInfo *inbox, Datum message_id, bytea *fingerprint)
+static bool
+claim_directly(InboxInfo *inbox, Datum message_id, bool *claimed)
+{
+	ClaimDirectResult direct = claim_direct(inbox, message_id);
+
+	if (direct == CLAIM_DIRECT_UNAVAILABLE)
+		return false;
+	*claimed = record_outcome(inbox, direct == CLAIM_DIRECT_DUPLICATE);
+	return true;
+}
+
+/* A claim without retention or fingerprint, through SQL.  SPI must be connected. */
+static bool
+claim_by_sql(InboxInfo *inbox, Datum message_id)
 {
 	ClaimRow	row;
-	ClaimDirectResult direct;
-
-	if (inbox->has_retention || fingerprint != NULL)
-		return claim_checked(inbox, message_id, fingerprint);
-
-	/* The direct path probes first itself: a duplicate writes nothing there. */
-	direct = claim_direct(inbox, message_id);
-	if (direct != CLAIM_DIRECT_UNAVAILABLE)
-		return record_outcome(inbox, direct == CLAIM_DIRECT_DUPLICATE);
 
 	if (inbox->dup_rate >= DUP_PROBE_THRESHOLD)
 	{
@@ -173,6 +176,23 @@ claim_one(InboxInfo *inbox, Datum message_id, bytea *fingerprint)
 			return record_outcome(inbox, true);
 	}
 	return record_outcome(inbox, inbox_execute(inbox, SQL_CLAIM, &message_id, NULL) != 1);
+}
+
+/*
+ * Claim one id.  SPI must be connected.  True when the claim row was written by
+ * this call, false when the id was already claimed (committed, or earlier in this
+ * transaction).  fingerprint may be NULL.
+ */
+bool
+claim_one(InboxInfo *inbox, Datum message_id, bytea *fingerprint)
+{
+	bool		claimed;
+
+	if (inbox->has_retention || fingerprint != NULL)
+		return claim_checked(inbox, message_id, fingerprint);
+	if (claim_directly(inbox, message_id, &claimed))
+		return claimed;
+	return claim_by_sql(inbox, message_id);
 }
 
 /*
@@ -185,15 +205,12 @@ claim_one_connecting(InboxInfo *inbox, Datum message_id)
 {
 	bool		claimed;
 
-	if (!inbox->has_retention)
-	{
-		ClaimDirectResult direct = claim_direct(inbox, message_id);
+	if (!inbox->has_retention && claim_directly(inbox, message_id, &claimed))
+		return claimed;
 
-		if (direct != CLAIM_DIRECT_UNAVAILABLE)
-			return record_outcome(inbox, direct == CLAIM_DIRECT_DUPLICATE);
-	}
 	spi_connect();
-	claimed = claim_one(inbox, message_id, NULL);
+	claimed = inbox->has_retention ? claim_checked(inbox, message_id, NULL) :
+		claim_by_sql(inbox, message_id);
 	SPI_finish();
 	return claimed;
 }

@@ -55,54 +55,82 @@ copy_columns(const InboxInfo *inbox, TupleTableSlot *slot, ClaimRow *row)
 }
 
 /*
- * A dirty snapshot sees committed rows and rows of transactions still open,
- * reporting such a transaction in xmin (inserting) or xmax (deleting or updating).
- * An update shows both versions; the old one, with xmax set, makes the row
- * ROW_CHANGING, which callers wait out, where a fresh insert (ROW_INSERTING) is a
- * claim in progress.  columns: also copy the row's columns, for a present row.
- * The caller has locked the inbox.
+ * Look a key up with a dirty snapshot, which sees committed rows and rows of
+ * transactions still open, reporting such a transaction in xmin (inserting) or
+ * xmax (deleting or updating).  An update shows both versions; the old one, with
+ * xmax set, makes the row ROW_CHANGING, which callers wait out, where a fresh
+ * insert (ROW_INSERTING) is a claim in progress.  on_present, when given, is
+ * called with each version seen while the row counts as present, to read its
+ * columns.  Shared by claims and stream positions.
+ */
+RowState
+dirty_lookup(Relation heap, Relation index, ScanKey keys, int nkeys,
+			 TransactionId *xid, ItemPointer tid,
+			 void (*on_present) (TupleTableSlot *slot, void *arg), void *arg)
+{
+	SnapshotData dirty;
+	IndexScanDesc scan;
+	TupleTableSlot *slot = table_slot_create(heap, NULL);
+	RowState	state = ROW_ABSENT;
+
+	InitDirtySnapshot(dirty);
+	scan = index_beginscan(heap, index, &dirty, nkeys, 0);
+	index_rescan(scan, keys, nkeys, NULL, 0);
+	while (state != ROW_CHANGING && index_getnext_slot(scan, ForwardScanDirection, slot))
+	{
+		if (TransactionIdIsValid(dirty.xmax))
+		{
+			state = ROW_CHANGING;
+			*xid = dirty.xmax;
+		}
+		else if (TransactionIdIsValid(dirty.xmin))
+		{
+			state = ROW_INSERTING;
+			*xid = dirty.xmin;
+		}
+		else if (state == ROW_ABSENT)
+			state = ROW_PRESENT;
+		*tid = slot->tts_tid;
+		if (state == ROW_PRESENT && on_present != NULL)
+			on_present(slot, arg);
+	}
+	index_endscan(scan);
+	ExecDropSingleTupleTableSlot(slot);
+	return state;
+}
+
+typedef struct ColumnsArg
+{
+	const InboxInfo *inbox;
+	ClaimRow   *row;
+} ColumnsArg;
+
+static void
+copy_present_columns(TupleTableSlot *slot, void *arg)
+{
+	ColumnsArg *c = arg;
+
+	copy_columns(c->inbox, slot, c->row);
+}
+
+/*
+ * The claim of one id, as dirty_lookup sees it.  columns: also copy the row's
+ * columns, for a present row.  The caller has locked the inbox.
  */
 void
 claim_row_read(InboxInfo *inbox, Datum message_id, bool columns, ClaimRow *row)
 {
 	Relation	heap = table_open(inbox->relid, NoLock);
 	Relation	index = index_open(inbox->pkindex, AccessShareLock);
-	SnapshotData dirty;
 	ScanKeyData key;
-	IndexScanDesc scan;
-	TupleTableSlot *slot;
+	ColumnsArg	arg = {inbox, row};
 
 	memset(row, 0, sizeof(ClaimRow));
-	row->state = ROW_ABSENT;
-
-	InitDirtySnapshot(dirty);
 	ScanKeyInit(&key, 1, BTEqualStrategyNumber, inbox->key_eq, message_id);
 	key.sk_collation = index->rd_indcollation[0];
+	row->state = dirty_lookup(heap, index, &key, 1, &row->xid, &row->tid,
+							  columns ? copy_present_columns : NULL, &arg);
 
-	scan = index_beginscan(heap, index, &dirty, 1, 0);
-	index_rescan(scan, &key, 1, NULL, 0);
-	slot = table_slot_create(heap, NULL);
-	while (row->state != ROW_CHANGING && index_getnext_slot(scan, ForwardScanDirection, slot))
-	{
-		if (TransactionIdIsValid(dirty.xmax))
-		{
-			row->state = ROW_CHANGING;
-			row->xid = dirty.xmax;
-		}
-		else if (TransactionIdIsValid(dirty.xmin))
-		{
-			row->state = ROW_INSERTING;
-			row->xid = dirty.xmin;
-		}
-		else if (row->state == ROW_ABSENT)
-			row->state = ROW_PRESENT;
-		row->tid = slot->tts_tid;
-		if (row->state == ROW_PRESENT && columns)
-			copy_columns(inbox, slot, row);
-	}
-
-	ExecDropSingleTupleTableSlot(slot);
-	index_endscan(scan);
 	index_close(index, AccessShareLock);
 	table_close(heap, NoLock);
 }

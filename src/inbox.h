@@ -217,6 +217,10 @@ extern bool speculative_insert(Relation rel, Oid arbiter, struct TupleTableSlot 
 extern ClaimDirectResult claim_direct(InboxInfo *inbox, Datum message_id);
 
 /* claim_row.c */
+extern RowState dirty_lookup(Relation heap, Relation index, struct ScanKeyData *keys, int nkeys,
+							 TransactionId *xid, ItemPointer tid,
+							 void (*on_present) (struct TupleTableSlot *slot, void *arg),
+							 void *arg);
 extern void claim_row_read(InboxInfo *inbox, Datum message_id, bool columns, ClaimRow *row);
 extern void claim_row_wait(InboxInfo *inbox, const ClaimRow *row);
 extern bool claim_row_expired(const InboxInfo *inbox, const ClaimRow *row, TimestampTz now);

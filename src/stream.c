@@ -230,46 +230,26 @@ typedef struct PositionRow
 } PositionRow;
 
 static void
+read_offset(TupleTableSlot *slot, void *arg)
+{
+	bool		isnull;
+
+	*(int64 *) arg = DatumGetInt64(slot_getattr(slot, ATT_OFFSET, &isnull));
+}
+
+static void
 position_read(Relation rel, Relation index, PositionPlans *p, Datum *keys, PositionRow *row)
 {
-	SnapshotData dirty;
 	ScanKeyData scankeys[POSITION_KEYS];
-	IndexScanDesc scan;
-	TupleTableSlot *slot = table_slot_create(rel, NULL);
 
 	memset(row, 0, sizeof(PositionRow));
-	row->state = ROW_ABSENT;
-	InitDirtySnapshot(dirty);
 	for (int i = 0; i < POSITION_KEYS; i++)
 	{
 		ScanKeyInit(&scankeys[i], i + 1, BTEqualStrategyNumber, p->key_eq[i], keys[i]);
 		scankeys[i].sk_collation = index->rd_indcollation[i];
 	}
-	scan = index_beginscan(rel, index, &dirty, POSITION_KEYS, 0);
-	index_rescan(scan, scankeys, POSITION_KEYS, NULL, 0);
-	while (row->state != ROW_CHANGING && index_getnext_slot(scan, ForwardScanDirection, slot))
-	{
-		bool		isnull;
-
-		if (TransactionIdIsValid(dirty.xmax))
-		{
-			row->state = ROW_CHANGING;
-			row->xid = dirty.xmax;
-		}
-		else if (TransactionIdIsValid(dirty.xmin))
-		{
-			row->state = ROW_INSERTING;
-			row->xid = dirty.xmin;
-		}
-		else
-		{
-			row->state = ROW_PRESENT;
-			row->offset = DatumGetInt64(slot_getattr(slot, ATT_OFFSET, &isnull));
-		}
-		row->tid = slot->tts_tid;
-	}
-	index_endscan(scan);
-	ExecDropSingleTupleTableSlot(slot);
+	row->state = dirty_lookup(rel, index, scankeys, POSITION_KEYS, &row->xid, &row->tid,
+							  read_offset, &row->offset);
 }
 
 /* The row as it must be after advancing to offset. */
