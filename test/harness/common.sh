@@ -13,7 +13,9 @@
 
 set -euo pipefail
 
-PG_BIN=/usr/lib/postgresql/15/bin
+# INBOX_PG_BIN points at another server build (a relocated copy of the packaged one,
+# say), so that two checkouts can install and test side by side.
+PG_BIN=${INBOX_PG_BIN:-/usr/lib/postgresql/15/bin}
 PG_CONFIG=$PG_BIN/pg_config
 REPO_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 # redis-server and the python3-* packages are for the Redis chaos demo
