@@ -54,51 +54,6 @@ copy_columns(const InboxInfo *inbox, TupleTableSlot *slot, ClaimRow *row)
 	row->holder_started = isnull ? 0 : DatumGetTimestampTz(value);
 }
 
-/*
- * Look a key up with a dirty snapshot, which sees committed rows and rows of
- * transactions still open, reporting such a transaction in xmin (inserting) or
- * xmax (deleting or updating).  An update shows both versions; the old one, with
- * xmax set, makes the row ROW_CHANGING, which callers wait out, where a fresh
- * insert (ROW_INSERTING) is a claim in progress.  on_present, when given, is
- * called with each version seen while the row counts as present, to read its
- * columns.  Shared by claims and stream positions.
- */
-RowState
-dirty_lookup(Relation heap, Relation index, ScanKey keys, int nkeys,
-			 TransactionId *xid, ItemPointer tid,
-			 void (*on_present) (TupleTableSlot *slot, void *arg), void *arg)
-{
-	SnapshotData dirty;
-	IndexScanDesc scan;
-	TupleTableSlot *slot = table_slot_create(heap, NULL);
-	RowState	state = ROW_ABSENT;
-
-	InitDirtySnapshot(dirty);
-	scan = index_beginscan(heap, index, &dirty, nkeys, 0);
-	index_rescan(scan, keys, nkeys, NULL, 0);
-	while (state != ROW_CHANGING && index_getnext_slot(scan, ForwardScanDirection, slot))
-	{
-		if (TransactionIdIsValid(dirty.xmax))
-		{
-			state = ROW_CHANGING;
-			*xid = dirty.xmax;
-		}
-		else if (TransactionIdIsValid(dirty.xmin))
-		{
-			state = ROW_INSERTING;
-			*xid = dirty.xmin;
-		}
-		else if (state == ROW_ABSENT)
-			state = ROW_PRESENT;
-		*tid = slot->tts_tid;
-		if (state == ROW_PRESENT && on_present != NULL)
-			on_present(slot, arg);
-	}
-	index_endscan(scan);
-	ExecDropSingleTupleTableSlot(slot);
-	return state;
-}
-
 typedef struct ColumnsArg
 {
 	const InboxInfo *inbox;
@@ -128,7 +83,7 @@ claim_row_read(InboxInfo *inbox, Datum message_id, bool columns, ClaimRow *row)
 	memset(row, 0, sizeof(ClaimRow));
 	ScanKeyInit(&key, 1, BTEqualStrategyNumber, inbox->key_eq, message_id);
 	key.sk_collation = index->rd_indcollation[0];
-	row->state = dirty_lookup(heap, index, &key, 1, &row->xid, &row->tid,
+	row->state = dirty_lookup(heap, index, &key, 1, &row->wait, &row->tid,
 							  columns ? copy_present_columns : NULL, &arg);
 
 	index_close(index, AccessShareLock);
@@ -142,7 +97,7 @@ claim_row_wait(InboxInfo *inbox, const ClaimRow *row)
 	Relation	heap = table_open(inbox->relid, NoLock);
 	ItemPointerData tid = row->tid;
 
-	XactLockTableWait(row->xid, heap, &tid, XLTW_None);
+	direct_access_wait(heap, &row->wait, &tid);
 	table_close(heap, NoLock);
 }
 
@@ -154,9 +109,28 @@ claim_row_wait(InboxInfo *inbox, const ClaimRow *row)
 TimestampTz
 retention_cutoff(const InboxInfo *inbox, TimestampTz now)
 {
+	/* A window set before it was bounded: nothing can be that old. */
+	if (!retention_within_bounds(&inbox->retention))
+		return DT_NOBEGIN;
 	return DatumGetTimestampTz(DirectFunctionCall2(timestamptz_mi_interval,
 												   TimestampTzGetDatum(now),
 												   IntervalPGetDatum(&inbox->retention)));
+}
+
+/*
+ * A window longer than this could not be subtracted from now without leaving
+ * the range of timestamps; NULL is the way to keep claims forever.
+ */
+bool
+retention_within_bounds(const Interval *retention)
+{
+	Interval	longest;
+
+	memset(&longest, 0, sizeof(longest));
+	longest.month = MAX_RETENTION_YEARS * MONTHS_PER_YEAR;
+	return DatumGetBool(DirectFunctionCall2(interval_le,
+											IntervalPGetDatum(retention),
+											IntervalPGetDatum(&longest)));
 }
 
 /*
