@@ -26,32 +26,41 @@
 #include "compat.h"
 #include "inbox.h"
 
+/* Column c of the row in slot; false (and nothing read) if the inbox lacks it. */
+static bool
+column_value(const InboxInfo *inbox, TupleTableSlot *slot, InboxColumn c, Datum *value)
+{
+	bool		isnull;
+
+	if (inbox->columns[c] == InvalidAttrNumber)
+		return false;
+	*value = slot_getattr(slot, inbox->columns[c], &isnull);
+	return !isnull;
+}
+
+/*
+ * Each column is read only if the inbox has it (lease columns may be missing);
+ * inbox_shape.c has checked that those present have their types.
+ */
 static void
 copy_columns(const InboxInfo *inbox, TupleTableSlot *slot, ClaimRow *row)
 {
-	bool		isnull;
 	Datum		value;
 
-	value = slot_getattr(slot, inbox->columns[COL_CLAIMED_AT], &isnull);
-	row->claimed_at = isnull ? DT_NOBEGIN : DatumGetTimestampTz(value);
-
-	if (inbox->columns[COL_FINGERPRINT] == InvalidAttrNumber)
-		return;					/* an inbox without lease columns: a plain claim */
-
-	value = slot_getattr(slot, inbox->columns[COL_FINGERPRINT], &isnull);
-	row->fingerprint = isnull ? NULL : DatumGetByteaPCopy(value);
-	value = slot_getattr(slot, inbox->columns[COL_RESULT], &isnull);
-	row->result = isnull ? NULL : DatumGetJsonbPCopy(value);
-	value = slot_getattr(slot, inbox->columns[COL_TOKEN], &isnull);
-	row->has_token = !isnull;
-	row->token = isnull ? 0 : DatumGetInt64(value);
-	value = slot_getattr(slot, inbox->columns[COL_LEASE_UNTIL], &isnull);
-	row->leased = !isnull;
-	row->lease_until = isnull ? 0 : DatumGetTimestampTz(value);
-	value = slot_getattr(slot, inbox->columns[COL_HOLDER_PID], &isnull);
-	row->holder_pid = isnull ? 0 : DatumGetInt32(value);
-	value = slot_getattr(slot, inbox->columns[COL_HOLDER_STARTED], &isnull);
-	row->holder_started = isnull ? 0 : DatumGetTimestampTz(value);
+	row->claimed_at = column_value(inbox, slot, COL_CLAIMED_AT, &value) ?
+		DatumGetTimestampTz(value) : DT_NOBEGIN;
+	row->fingerprint = column_value(inbox, slot, COL_FINGERPRINT, &value) ?
+		DatumGetByteaPCopy(value) : NULL;
+	row->result = column_value(inbox, slot, COL_RESULT, &value) ?
+		DatumGetJsonbPCopy(value) : NULL;
+	row->has_token = column_value(inbox, slot, COL_TOKEN, &value);
+	row->token = row->has_token ? DatumGetInt64(value) : 0;
+	row->leased = column_value(inbox, slot, COL_LEASE_UNTIL, &value);
+	row->lease_until = row->leased ? DatumGetTimestampTz(value) : 0;
+	row->holder_pid = column_value(inbox, slot, COL_HOLDER_PID, &value) ?
+		DatumGetInt32(value) : 0;
+	row->holder_started = column_value(inbox, slot, COL_HOLDER_STARTED, &value) ?
+		DatumGetTimestampTz(value) : 0;
 }
 
 typedef struct ColumnsArg

@@ -131,7 +131,7 @@ check_primary_key(Relation rel, AttrNumber key_attnum, Oid keytype, RegProcedure
 		return InvalidOid;
 	if (!OidIsValid(pkindex))
 	{
-		*problem_out = "It has no primary key.";
+		*problem_out = "It has no primary key, or only a deferrable one.";
 		return InvalidOid;
 	}
 
