@@ -116,6 +116,7 @@ claim_checked(InboxInfo *inbox, Datum message_id, bytea *fingerprint)
 	bool		probe_first = inbox->dup_rate >= DUP_PROBE_THRESHOLD &&
 		!IsolationUsesXactSnapshot();
 
+	registry_check_window_rights(inbox);
 	for (;;)
 	{
 		ClaimRow	row;
@@ -437,6 +438,8 @@ inbox_claim_many(PG_FUNCTION_ARGS)
 		Datum		values[3] = {PointerGetDatum(batch),
 								 TimestampTzGetDatum(retention_cutoff(inbox, now)),
 								 TimestampTzGetDatum(now)};
+
+		registry_check_window_rights(inbox);
 
 		inbox_execute(inbox, SQL_CLAIM_MANY_WINDOW, values, NULL);
 	}

@@ -191,6 +191,7 @@ extern InboxInfo *registry_lookup(FunctionCallInfo fcinfo, int argno, LOCKMODE l
 extern InboxInfo *registry_lookup_relid(FunctionCallInfo fcinfo, Oid relid, LOCKMODE lockmode,
 										AclMode rights);
 extern InboxInfo *registry_lookup_if_intact(FunctionCallInfo fcinfo, int argno, LOCKMODE lockmode);
+extern void registry_check_window_rights(const InboxInfo *inbox);
 extern void registry_forbid_row_security(FunctionCallInfo fcinfo, const InboxInfo *inbox);
 extern Oid	registry_extension_namespace(FunctionCallInfo fcinfo);
 extern Oid	registry_extension_relation(FunctionCallInfo fcinfo, const char *relname);

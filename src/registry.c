@@ -418,6 +418,23 @@ lookup(FunctionCallInfo fcinfo, Oid relid, LOCKMODE lockmode, AclMode rights, bo
 }
 
 /*
+ * Claims of an inbox with a retention window renew an expired claim in place,
+ * an UPDATE: so they need that right too, whether or not this id has expired,
+ * so that the answer does not depend on the data.  The caller already holds
+ * INSERT, and with it the lock a claim takes.
+ */
+void
+registry_check_window_rights(const InboxInfo *inbox)
+{
+	if (inbox->has_retention &&
+		pg_class_aclcheck(inbox->relid, GetUserId(), ACL_UPDATE) != ACLCHECK_OK)
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("permission denied for table %s", get_rel_name(inbox->relid)),
+				 errdetail("Claims of an inbox with a retention window need UPDATE too: an expired claim is renewed in place.")));
+}
+
+/*
  * Row-level security applies to the caller on this inbox.  Functions that read
  * a claim's stored columns directly (leases, stored results, fingerprints) would
  * answer from rows a policy hides, so they refuse instead.
