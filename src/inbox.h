@@ -200,6 +200,11 @@ extern void registry_check_retention(Interval *retention);
 extern void registry_update_retention(FunctionCallInfo fcinfo, Oid relid, Datum retention,
 									  bool retention_null);
 
+/* retired.c */
+extern void retired_init(void);
+extern void retire_plan(SPIPlanPtr plan);
+extern void retire_context(MemoryContext cxt);
+
 /* purge_worker.c */
 extern void purge_worker_init(void);
 
@@ -268,7 +273,6 @@ extern void fingerprint_check(InboxInfo *inbox, Datum message_id, const ClaimRow
 
 /* inbox_sql.c */
 extern SPIPlanPtr inbox_plan(InboxInfo *inbox, InboxStatement which);
-extern void inbox_plans_free(InboxInfo *inbox);
 extern int	inbox_execute(InboxInfo *inbox, InboxStatement which, Datum *values, const char *nulls);
 extern void inbox_require_column(const InboxInfo *inbox, InboxColumn column);
 

@@ -53,55 +53,25 @@ static InboxInfo *lookup(FunctionCallInfo fcinfo, Oid relid, LOCKMODE lockmode,
 static Oid	RegistryRelid = InvalidOid;
 
 /*
- * Plans and names replaced while a call may still be using them.
- *
- * An entry is reloaded when an invalidation arrives, and one can arrive in the
- * middle of a call: a trigger fired by the claim's INSERT may GRANT on the inbox
- * and call another of our functions on it, which reloads the entry while the
- * outer call is still running the old plan.  So nothing an entry held is freed
- * while a transaction is running: the old plans and the memory context of the
- * old name wait here, and are freed when the transaction ends.  A reload is also
- * all or nothing, so a failed reload (caught by a trigger's exception block)
- * leaves the entry as it was, only marked stale.
+ * Hand what an entry holds to retired.c; the entry keeps nothing.  An entry is
+ * reloaded when an invalidation arrives, and one can arrive in the middle of a
+ * call: a trigger fired by the claim's INSERT may GRANT on the inbox and call
+ * another of our functions on it, which reloads the entry while the outer call
+ * is still running the old plan.  So what the entry held is freed only when the
+ * transaction ends.  A reload is also all or nothing (load_entry), so a failed
+ * reload caught by a trigger's exception block leaves the entry as it was, only
+ * marked stale.
  */
-static List *RetiredPlans = NIL;
-static List *RetiredContexts = NIL;
-
-static void
-registry_free_retired(XactEvent event, void *arg)
-{
-	ListCell   *lc;
-
-	if (event != XACT_EVENT_COMMIT && event != XACT_EVENT_ABORT &&
-		event != XACT_EVENT_PARALLEL_COMMIT && event != XACT_EVENT_PARALLEL_ABORT &&
-		event != XACT_EVENT_PREPARE)
-		return;
-	foreach(lc, RetiredPlans)
-		SPI_freeplan((SPIPlanPtr) lfirst(lc));
-	foreach(lc, RetiredContexts)
-		MemoryContextDelete((MemoryContext) lfirst(lc));
-	list_free(RetiredPlans);
-	list_free(RetiredContexts);
-	RetiredPlans = NIL;
-	RetiredContexts = NIL;
-}
-
-/* Hand what an entry holds to the retired lists; the entry keeps nothing. */
 static void
 retire_entry_contents(InboxInfo *entry)
 {
-	MemoryContext old = MemoryContextSwitchTo(TopMemoryContext);
-
 	for (int i = 0; i < SQL_NUM_STATEMENTS; i++)
 	{
-		if (entry->plans[i] != NULL)
-			RetiredPlans = lappend(RetiredPlans, entry->plans[i]);
+		retire_plan(entry->plans[i]);
 		entry->plans[i] = NULL;
 	}
-	if (entry->cxt != NULL)
-		RetiredContexts = lappend(RetiredContexts, entry->cxt);
+	retire_context(entry->cxt);
 	entry->cxt = NULL;
-	MemoryContextSwitchTo(old);
 }
 
 static void
@@ -137,7 +107,6 @@ registry_init(void)
 	InboxCache = hash_create("idempotent_inbox inboxes", 16, &ctl,
 							 HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
 	CacheRegisterRelcacheCallback(registry_invalidate, (Datum) 0);
-	RegisterXactCallback(registry_free_retired, NULL);
 }
 
 /*

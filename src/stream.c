@@ -105,8 +105,10 @@ position_plans(FunctionCallInfo fcinfo)
 	if (relid == plans.relid)
 		return &plans;
 
-	spi_free_plan(&plans.advance);
-	spi_free_plan(&plans.read);
+	/* An outer call may still be running them (retired.c). */
+	retire_plan(plans.advance);
+	retire_plan(plans.read);
+	plans.advance = plans.read = NULL;
 	plans.relid = InvalidOid;
 
 	tuple = SearchSysCache1(RELOID, ObjectIdGetDatum(relid));
