@@ -424,6 +424,11 @@ registry_forbid_row_security(FunctionCallInfo fcinfo, const InboxInfo *inbox)
 static void
 CheckKeyType(Oid keytype)
 {
+	if (!SearchSysCacheExists1(TYPEOID, ObjectIdGetDatum(keytype)))
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("type with OID %u does not exist", keytype),
+				 errhint("Use text, uuid or bigint.")));
 	if (keytype != TEXTOID && keytype != UUIDOID && keytype != INT8OID)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
@@ -449,6 +454,43 @@ registry_check_retention(Interval *retention)
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("retention must be at most %d years", MAX_RETENTION_YEARS),
 				 errhint("Pass NULL to keep claims until they are deleted.")));
+}
+
+/*
+ * The name given to create_inbox, parsed like a qualified table name.  The
+ * parser cuts identifiers at NAMEDATALEN - 1 bytes without a word; a name that
+ * long is refused instead, so the inbox is called what the caller wrote.  Each
+ * dot-separated part is measured as written, without its quotes.
+ */
+static List *
+inbox_name(text *name)
+{
+	char	   *raw = text_to_cstring(name);
+	bool		quoted = false;
+	int			part = 0;
+
+	for (char *p = raw; *p != '\0'; p++)
+	{
+		if (*p == '"')
+		{
+			if (quoted && p[1] == '"')
+			{
+				part++;
+				p++;
+			}
+			else
+				quoted = !quoted;
+			continue;
+		}
+		if (*p == '.' && !quoted)
+			part = 0;
+		else if (++part >= NAMEDATALEN)
+			ereport(ERROR,
+					(errcode(ERRCODE_NAME_TOO_LONG),
+					 errmsg("inbox name is too long"),
+					 errdetail("Each part of a name is at most %d bytes.", NAMEDATALEN - 1)));
+	}
+	return textToQualifiedNameList(name);
 }
 
 /* Claims are user data that must survive a crash: no temporary inboxes. */
@@ -548,7 +590,7 @@ inbox_create_inbox(PG_FUNCTION_ARGS)
 	if (!PG_ARGISNULL(2))
 		registry_check_retention(PG_GETARG_INTERVAL_P(2));
 
-	rv = makeRangeVarFromNameList(textToQualifiedNameList(PG_GETARG_TEXT_PP(0)));
+	rv = makeRangeVarFromNameList(inbox_name(PG_GETARG_TEXT_PP(0)));
 	nspid = RangeVarGetCreationNamespace(rv);
 	CheckPermanent(nspid, rv->relname);
 	qualname = quote_qualified_identifier(get_namespace_name(nspid), rv->relname);
