@@ -507,7 +507,9 @@ CheckPermanent(Oid nspid, const char *relname)
 /*
  * Run one statement on the registry with its owner's rights.  Callers have already
  * checked the caller's own rights on the inbox (they created it, or own it);
- * recording that fact needs the registry owner's, for this one statement.
+ * recording that fact needs the registry owner's, for this one statement, which
+ * is fully qualified and runs as a restricted operation, as VACUUM runs index
+ * functions.
  */
 static void
 registry_write(FunctionCallInfo fcinfo, const char *sql, int nargs, Oid *argtypes,
@@ -528,7 +530,8 @@ registry_write(FunctionCallInfo fcinfo, const char *sql, int nargs, Oid *argtype
 	ReleaseSysCache(tuple);
 
 	GetUserIdAndSecContext(&save_userid, &save_sec_context);
-	SetUserIdAndSecContext(owner, save_sec_context | SECURITY_LOCAL_USERID_CHANGE);
+	SetUserIdAndSecContext(owner, save_sec_context | SECURITY_LOCAL_USERID_CHANGE |
+						   SECURITY_RESTRICTED_OPERATION);
 	rc = SPI_execute_with_args(sql, nargs, argtypes, values, nulls, false, 0);
 	SetUserIdAndSecContext(save_userid, save_sec_context);
 	if (rc != expected || SPI_processed != 1)

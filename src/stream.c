@@ -188,7 +188,8 @@ execute_as_owner(FunctionCallInfo fcinfo, bool advance, Datum *values)
 	int			rc;
 
 	GetUserIdAndSecContext(&save_userid, &save_sec_context);
-	SetUserIdAndSecContext(p->owner, save_sec_context | SECURITY_LOCAL_USERID_CHANGE);
+	SetUserIdAndSecContext(p->owner, save_sec_context | SECURITY_LOCAL_USERID_CHANGE |
+						   SECURITY_RESTRICTED_OPERATION);
 	rc = SPI_execute_plan(plan, values, NULL, false, 0);
 	SetUserIdAndSecContext(save_userid, save_sec_context);
 	if (rc < 0)
