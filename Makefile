@@ -38,7 +38,7 @@ all:
 	@exit 1
 endif
 
-.PHONY: demo test bench
+.PHONY: demo test bench valgrind
 
 demo:
 	@bash test/harness/demo
@@ -48,3 +48,6 @@ test:
 
 bench:
 	@bash test/harness/bench
+
+valgrind:
+	@bash test/harness/valgrind

@@ -284,6 +284,18 @@ check_rights(FunctionCallInfo fcinfo, Oid relid, AclMode rights)
 				 errmsg("relation with OID %u does not exist", relid)));
 	if (rights == 0)
 		return;
+
+	/*
+	 * The SQL a claim may run names the table, which needs USAGE on its schema;
+	 * the paths that skip SQL must not be more generous.
+	 */
+	if (pg_namespace_aclcheck(get_rel_namespace(relid), GetUserId(), ACL_USAGE) != ACLCHECK_OK)
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("permission denied for schema %s",
+						get_namespace_name(get_rel_namespace(relid))),
+				 errdetail("%s() needs USAGE on the schema of the inbox.",
+						   get_func_name(fcinfo->flinfo->fn_oid))));
 	held = pg_class_aclmask(relid, GetUserId(), rights, ACLMASK_ALL);
 	if (held == rights)
 		return;
