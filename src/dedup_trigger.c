@@ -14,6 +14,14 @@
  * The arguments are checked at the first row, when the trigger fires; a mistake
  * there fails that INSERT with a message naming the trigger, never silently
  * passing rows through.
+ *
+ * The inbox is resolved relative to the trigger, never to the inserter's
+ * search_path (which a session may point at a decoy inbox of its own): a
+ * qualified name names its schema, an unqualified one is looked up in the schema
+ * of the trigger's table only.  The OID found is remembered per trigger OID and
+ * forgotten on any relcache invalidation of the trigger's table (its triggers
+ * changed) or of the inbox (dropped, renamed, moved), so a replaced inbox is
+ * found again by name.
  */
 #include "postgres.h"
 
@@ -21,8 +29,14 @@
 #include "catalog/namespace.h"
 #include "catalog/pg_type.h"
 #include "commands/trigger.h"
+#include "miscadmin.h"
+#include "storage/lmgr.h"
+#include "utils/acl.h"
 #include "utils/builtins.h"
+#include "utils/hsearch.h"
+#include "utils/inval.h"
 #include "utils/lsyscache.h"
+#include "utils/memutils.h"
 #include "utils/rel.h"
 #include "utils/varlena.h"
 
@@ -55,17 +69,129 @@ check_firing(FunctionCallInfo fcinfo)
 				 errhint("Create it as ... EXECUTE FUNCTION inbox.dedup_trigger('my_inbox', 'id').")));
 }
 
-static Oid
-resolve_inbox(const char *trigger, const char *name)
+/* The inbox each trigger names, by trigger OID. */
+typedef struct DedupInbox
 {
-	List	   *names = textToQualifiedNameList(cstring_to_text(name));
-	Oid			relid = RangeVarGetRelid(makeRangeVarFromNameList(names), NoLock, true);
+	Oid			tgoid;			/* hash key */
+	Oid			table;			/* the trigger's table */
+	Oid			inbox;
+} DedupInbox;
+
+static HTAB *DedupInboxes = NULL;
+
+static void
+dedup_inboxes_invalidate(Datum arg, Oid relid)
+{
+	HASH_SEQ_STATUS status;
+	DedupInbox *entry;
+
+	if (DedupInboxes == NULL)
+		return;
+	hash_seq_init(&status, DedupInboxes);
+	while ((entry = hash_seq_search(&status)) != NULL)
+		if (!OidIsValid(relid) || entry->table == relid || entry->inbox == relid)
+			hash_search(DedupInboxes, &entry->tgoid, HASH_REMOVE, NULL);
+}
+
+static void
+dedup_inboxes_init(void)
+{
+	HASHCTL		ctl;
+
+	ctl.keysize = sizeof(Oid);
+	ctl.entrysize = sizeof(DedupInbox);
+	ctl.hcxt = CacheMemoryContext;
+	DedupInboxes = hash_create("idempotent_inbox dedup triggers", 16, &ctl,
+							   HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+	CacheRegisterRelcacheCallback(dedup_inboxes_invalidate, (Datum) 0);
+}
+
+/*
+ * The inbox named by the trigger's first argument: in the schema the name gives,
+ * or else in the schema of the trigger's table; never by search_path.
+ */
+static Oid
+resolve_inbox(TriggerData *data, const char *name)
+{
+	const char *trigger = data->tg_trigger->tgname;
+	RangeVar   *rv = makeRangeVarFromNameList(textToQualifiedNameList(cstring_to_text(name)));
+	Oid			relid;
+
+	if (rv->catalogname != NULL || rv->schemaname != NULL)
+		relid = RangeVarGetRelid(rv, NoLock, true);
+	else
+		relid = get_relname_relid(rv->relname, RelationGetNamespace(data->tg_relation));
 
 	if (!OidIsValid(relid))
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_TABLE),
-				 errmsg("inbox \"%s\" named by trigger \"%s\" does not exist", name, trigger)));
+				 errmsg("inbox \"%s\" named by trigger \"%s\" does not exist", name, trigger),
+				 rv->schemaname == NULL ?
+				 errdetail("An unqualified inbox name is looked up in the schema of table \"%s\", \"%s\", not on the search_path.",
+						   RelationGetRelationName(data->tg_relation),
+						   get_namespace_name(RelationGetNamespace(data->tg_relation))) : 0,
+				 errhint("Name the inbox with its schema, as in inbox.dedup_trigger('my_schema.my_inbox', 'id').")));
 	return relid;
+}
+
+/* The inbox OID of this trigger, resolved once and remembered. */
+static Oid
+trigger_inbox(TriggerData *data)
+{
+	Oid			tgoid = data->tg_trigger->tgoid;
+	DedupInbox *entry;
+	Oid			relid;
+	bool		found;
+
+	if (DedupInboxes == NULL)
+		dedup_inboxes_init();
+	entry = hash_search(DedupInboxes, &tgoid, HASH_FIND, NULL);
+	if (entry != NULL)
+		return entry->inbox;
+
+	relid = resolve_inbox(data, data->tg_trigger->tgargs[0]);
+	entry = hash_search(DedupInboxes, &tgoid, HASH_ENTER, &found);
+	entry->table = RelationGetRelid(data->tg_relation);
+	entry->inbox = relid;
+	return relid;
+}
+
+/* Claims need INSERT and SELECT on the inbox: checked before it is locked. */
+static void
+CheckInboxRights(TriggerData *data, Oid relid)
+{
+	bool		missing = false;
+	bool		allowed;
+
+	/* A table dropped meanwhile is found out, and reported, after locking. */
+	allowed = pg_class_aclcheck_ext(relid, GetUserId(), ACL_INSERT, &missing) == ACLCHECK_OK &&
+		pg_class_aclcheck_ext(relid, GetUserId(), ACL_SELECT, &missing) == ACLCHECK_OK;
+	if (!allowed && !missing)
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("permission denied for inbox \"%s\" named by trigger \"%s\"",
+						get_rel_name(relid), data->tg_trigger->tgname),
+				 errdetail("Rows loaded through dedup_trigger are claimed with the rights of the inserting role, which needs INSERT and SELECT on the inbox.")));
+}
+
+/*
+ * The trigger's inbox, locked.  Rights first; then, as RangeVarGetRelidExtended
+ * does, resolve again after locking in case the inbox was dropped or replaced
+ * meanwhile (the lock delivers the invalidation that forgets the old OID).
+ */
+static Oid
+lock_trigger_inbox(TriggerData *data)
+{
+	for (;;)
+	{
+		Oid			relid = trigger_inbox(data);
+
+		CheckInboxRights(data, relid);
+		LockRelationOid(relid, RowExclusiveLock);
+		if (trigger_inbox(data) == relid)
+			return relid;
+		UnlockRelationOid(relid, RowExclusiveLock);
+	}
 }
 
 /* The id column: a user column whose values are keys of the inbox. */
@@ -117,8 +243,7 @@ dedup_target(FunctionCallInfo fcinfo)
 
 	check_firing(fcinfo);
 	args = data->tg_trigger->tgargs;
-	inbox = registry_lookup_relid(fcinfo, resolve_inbox(data->tg_trigger->tgname, args[0]),
-								  RowExclusiveLock);
+	inbox = registry_lookup_relid(fcinfo, lock_trigger_inbox(data), RowExclusiveLock);
 
 	target = MemoryContextAlloc(fcinfo->flinfo->fn_mcxt, sizeof(DedupTarget));
 	target->inbox = inbox->relid;
