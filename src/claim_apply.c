@@ -25,6 +25,7 @@
 #include "catalog/pg_type.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
+#include "utils/inval.h"
 #include "utils/lsyscache.h"
 
 #include "inbox.h"
@@ -186,6 +187,11 @@ inbox_claim_apply(PG_FUNCTION_ARGS)
 	claimed = claim_then_apply(inbox, id, statement, &args);
 	SPI_finish();
 
-	/* The statement may have dropped the extension, outcome type included. */
+	/*
+	 * The statement, or another session meanwhile, may have dropped the
+	 * extension, outcome type included: take in the news before answering with
+	 * a value of that type (enum_label reports it, 55000).
+	 */
+	AcceptInvalidationMessages();
 	PG_RETURN_DATUM(enum_label(sig->rettype, claimed ? "applied" : "duplicate"));
 }
