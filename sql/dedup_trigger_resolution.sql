@@ -22,6 +22,16 @@ SELECT id, note FROM dedup_app.events ORDER BY id, note;
 SELECT message_id FROM dedup_app.seen ORDER BY 1;
 SELECT message_id FROM dedup_decoy.seen ORDER BY 1;
 
+-- A trigger on a partitioned table is cloned onto its partitions, which may live in
+-- another schema: the name is still resolved where the trigger was created.
+CREATE TABLE dedup_app.parted (id text, part int) PARTITION BY LIST (part);
+CREATE TABLE dedup_decoy.parted_1 PARTITION OF dedup_app.parted FOR VALUES IN (1);
+CREATE TRIGGER dedup BEFORE INSERT ON dedup_app.parted
+    FOR EACH ROW EXECUTE FUNCTION inbox.dedup_trigger('seen', 'id');
+INSERT INTO dedup_app.parted VALUES ('p1', 1), ('a', 1), ('p1', 1);
+SELECT id FROM dedup_app.parted ORDER BY id;
+SELECT count(*) AS decoy_claims FROM dedup_decoy.seen WHERE message_id = 'p1';
+
 -- A qualified name is followed as written, whatever the path.
 CREATE TABLE dedup_app.orders (id text);
 CREATE TRIGGER dedup BEFORE INSERT ON dedup_app.orders

@@ -18,21 +18,26 @@
  * The inbox is resolved relative to the trigger, never to the inserter's
  * search_path (which a session may point at a decoy inbox of its own): a
  * qualified name names its schema, an unqualified one is looked up in the schema
- * of the trigger's table only.  The OID found is remembered per trigger OID and
+ * of the trigger's table only (for a partition, of the partitioned table the
+ * trigger was created on).  The OID found is remembered per trigger OID and
  * forgotten on any relcache invalidation of the trigger's table (its triggers
  * changed) or of the inbox (dropped, renamed, moved), so a replaced inbox is
  * found again by name.
  */
 #include "postgres.h"
 
+#include "access/genam.h"
 #include "access/htup_details.h"
+#include "access/table.h"
 #include "catalog/namespace.h"
+#include "catalog/pg_trigger.h"
 #include "catalog/pg_type.h"
 #include "commands/trigger.h"
 #include "miscadmin.h"
 #include "storage/lmgr.h"
 #include "utils/acl.h"
 #include "utils/builtins.h"
+#include "utils/fmgroids.h"
 #include "utils/hsearch.h"
 #include "utils/inval.h"
 #include "utils/lsyscache.h"
@@ -107,20 +112,66 @@ dedup_inboxes_init(void)
 }
 
 /*
+ * The table the trigger was created on.  A trigger on a partitioned table is
+ * cloned onto each partition, which may live in another schema: its name
+ * arguments were written relative to the partitioned table, found by following
+ * tgparentid up to the trigger the user created.
+ */
+static Oid
+trigger_defining_table(TriggerData *data)
+{
+	Oid			table = RelationGetRelid(data->tg_relation);
+	Oid			tgoid = data->tg_trigger->tgoid;
+	bool		clone = data->tg_trigger->tgisclone;
+	Relation	triggers;
+
+	if (!clone)
+		return table;
+
+	triggers = table_open(TriggerRelationId, AccessShareLock);
+	while (clone)
+	{
+		ScanKeyData key;
+		SysScanDesc scan;
+		HeapTuple	tuple;
+		Form_pg_trigger form;
+
+		ScanKeyInit(&key, Anum_pg_trigger_oid, BTEqualStrategyNumber, F_OIDEQ,
+					ObjectIdGetDatum(tgoid));
+		scan = systable_beginscan(triggers, TriggerOidIndexId, true, NULL, 1, &key);
+		tuple = systable_getnext(scan);
+		if (!HeapTupleIsValid(tuple))
+		{
+			systable_endscan(scan);
+			break;
+		}
+		form = (Form_pg_trigger) GETSTRUCT(tuple);
+		table = form->tgrelid;
+		tgoid = form->tgparentid;
+		clone = OidIsValid(tgoid);
+		systable_endscan(scan);
+	}
+	table_close(triggers, AccessShareLock);
+	return table;
+}
+
+/*
  * The inbox named by the trigger's first argument: in the schema the name gives,
- * or else in the schema of the trigger's table; never by search_path.
+ * or else in the schema of the table the trigger was created on; never by
+ * search_path.
  */
 static Oid
 resolve_inbox(TriggerData *data, const char *name)
 {
 	const char *trigger = data->tg_trigger->tgname;
 	RangeVar   *rv = makeRangeVarFromNameList(textToQualifiedNameList(cstring_to_text(name)));
+	Oid			table = trigger_defining_table(data);
 	Oid			relid;
 
 	if (rv->catalogname != NULL || rv->schemaname != NULL)
 		relid = RangeVarGetRelid(rv, NoLock, true);
 	else
-		relid = get_relname_relid(rv->relname, RelationGetNamespace(data->tg_relation));
+		relid = get_relname_relid(rv->relname, get_rel_namespace(table));
 
 	if (!OidIsValid(relid))
 		ereport(ERROR,
@@ -128,8 +179,7 @@ resolve_inbox(TriggerData *data, const char *name)
 				 errmsg("inbox \"%s\" named by trigger \"%s\" does not exist", name, trigger),
 				 rv->schemaname == NULL ?
 				 errdetail("An unqualified inbox name is looked up in the schema of table \"%s\", \"%s\", not on the search_path.",
-						   RelationGetRelationName(data->tg_relation),
-						   get_namespace_name(RelationGetNamespace(data->tg_relation))) : 0,
+						   get_rel_name(table), get_namespace_name(get_rel_namespace(table))) : 0,
 				 errhint("Name the inbox with its schema, as in inbox.dedup_trigger('my_schema.my_inbox', 'id').")));
 	return relid;
 }
