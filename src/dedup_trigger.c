@@ -54,6 +54,7 @@ typedef struct DedupTarget
 	AttrNumber	attnum;
 	Oid			idtype;			/* the type the id is handed to claim as */
 	bool		widen;			/* an int2 or int4 column for a bigint inbox */
+	bool		from_int2;		/* widen from int2 (the base type, for domains) */
 } DedupTarget;
 
 static void
@@ -263,6 +264,7 @@ resolve_column(DedupTarget *target, TriggerData *data, const InboxInfo *inbox,
 
 	target->attnum = attnum;
 	target->widen = false;
+	target->from_int2 = false;
 	if (coltype == inbox->keytype || coltype == TEXTOID)
 		target->idtype = coltype;
 	else if (coltype == VARCHAROID || coltype == BPCHAROID)
@@ -271,6 +273,7 @@ resolve_column(DedupTarget *target, TriggerData *data, const InboxInfo *inbox,
 	{
 		target->idtype = INT8OID;
 		target->widen = true;
+		target->from_int2 = coltype == INT2OID;
 	}
 	else
 		ereport(ERROR,
@@ -325,9 +328,8 @@ inbox_dedup_trigger(PG_FUNCTION_ARGS)
 												 target->attnum - 1)->attname),
 						   RelationGetRelationName(data->tg_relation))));
 	if (target->widen)
-		value = Int64GetDatum(TupleDescAttr(RelationGetDescr(data->tg_relation),
-											target->attnum - 1)->atttypid == INT2OID ?
-							  (int64) DatumGetInt16(value) : (int64) DatumGetInt32(value));
+		value = Int64GetDatum(target->from_int2 ? (int64) DatumGetInt16(value) :
+							  (int64) DatumGetInt32(value));
 	else if (target->idtype == TEXTOID)
 		value = PointerGetDatum(PG_DETOAST_DATUM_PACKED(value));
 	id = message_id_from_element(value, false, target->idtype, inbox, 0);
