@@ -19,10 +19,11 @@
 
 #include "inbox.h"
 
-static void ReportExtensionDropped(void) pg_attribute_noreturn();
-
-/* The extension was dropped while one of its functions was running. */
-static void
+/*
+ * The extension was dropped while one of its functions was running (55000).
+ * For every module that finds one of the extension's objects gone mid-call.
+ */
+void
 ReportExtensionDropped(void)
 {
 	ereport(ERROR,
