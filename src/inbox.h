@@ -267,7 +267,7 @@ extern void statement_pin(StatementPlan *entry);
 extern void statement_unpin(StatementPlan *entry);
 
 /* signature.c (misc, issue 9) */
-extern void ReportExtensionDropped(void) pg_attribute_noreturn();
+extern void report_extension_dropped(void) pg_attribute_noreturn();
 
 /* spi_util.c (misc, issue 9) */
 extern void spi_report_error(int rc, const char *what) pg_attribute_noreturn();

@@ -24,7 +24,7 @@
  * For every module that finds one of the extension's objects gone mid-call.
  */
 void
-ReportExtensionDropped(void)
+report_extension_dropped(void)
 {
 	ereport(ERROR,
 			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
@@ -46,7 +46,7 @@ call_signature(FunctionCallInfo fcinfo)
 
 	tuple = SearchSysCache1(PROCOID, ObjectIdGetDatum(fcinfo->flinfo->fn_oid));
 	if (!HeapTupleIsValid(tuple))
-		ReportExtensionDropped();
+		report_extension_dropped();
 	proc = (Form_pg_proc) GETSTRUCT(tuple);
 
 	/* Every SQL function of ours that takes a message id takes it second. */
@@ -78,7 +78,7 @@ enum_label(Oid enumtype, const char *label)
 	Oid			result;
 
 	if (!SearchSysCacheExists1(TYPEOID, ObjectIdGetDatum(enumtype)))
-		ReportExtensionDropped();
+		report_extension_dropped();
 	tuple = SearchSysCache2(ENUMTYPOIDNAME, ObjectIdGetDatum(enumtype),
 							CStringGetDatum(label));
 	if (!HeapTupleIsValid(tuple))
