@@ -304,4 +304,10 @@ extern void statement_execute(StatementPlan *entry, Datum *values, const char *n
 extern void statement_pin(StatementPlan *entry);
 extern void statement_unpin(StatementPlan *entry);
 
+/* signature.c (misc, issue 9) */
+extern void report_extension_dropped(void) pg_attribute_noreturn();
+
+/* spi_util.c (misc, issue 9) */
+extern void spi_report_error(int rc, const char *what) pg_attribute_noreturn();
+
 #endif							/* INBOX_H */

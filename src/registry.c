@@ -120,9 +120,7 @@ registry_extension_namespace(FunctionCallInfo fcinfo)
 	Oid			nspid = get_func_namespace(fcinfo->flinfo->fn_oid);
 
 	if (!OidIsValid(nspid) || get_namespace_name(nspid) == NULL)
-		ereport(ERROR,
-				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("extension \"idempotent_inbox\" was dropped during this call")));
+		report_extension_dropped();
 	return nspid;
 }
 
