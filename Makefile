@@ -9,7 +9,8 @@
 EXTENSION = idempotent_inbox
 MODULE_big = idempotent_inbox
 OBJS = $(patsubst %.c,%.o,$(sort $(wildcard src/*.c)))
-DATA = $(sort $(wildcard idempotent_inbox--*.sql))
+# Install scripts, update scripts, and the per-version control files (0.1 lived in schema inbox).
+DATA = $(sort $(wildcard idempotent_inbox--*.sql)) $(wildcard idempotent_inbox--*.control)
 PGFILEDESC = "idempotent_inbox - exactly-once effects for at-least-once consumers"
 
 # In order: drop_extension must run last.
