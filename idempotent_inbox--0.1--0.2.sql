@@ -158,8 +158,11 @@ BEGIN
         RETURN parsed;
     END IF;
     RETURN NULL;
-EXCEPTION WHEN invalid_text_representation THEN
-    RETURN NULL;
+EXCEPTION
+    -- Whatever jsonb's input may refuse: bad syntax, \u0000, nesting or size limits.
+    WHEN invalid_text_representation OR untranslatable_character
+         OR statement_too_complex OR program_limit_exceeded THEN
+        RETURN NULL;
 END
 $$;
 COMMENT ON FUNCTION inbox.edges_or_null(pg_catalog.text) IS

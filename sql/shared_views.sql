@@ -46,6 +46,14 @@ CREATE TRIGGER one_argument BEFORE UPDATE ON views_tenant.machine
     FOR EACH ROW EXECUTE FUNCTION inbox.guard_trigger('state');
 CREATE TRIGGER three_arguments BEFORE UPDATE ON views_tenant.machine
     FOR EACH ROW EXECUTE FUNCTION inbox.guard_trigger('state', '{"A": ["B"]}', 'extra');
+CREATE TRIGGER nul_escape BEFORE UPDATE ON views_tenant.machine
+    FOR EACH ROW EXECUTE FUNCTION inbox.guard_trigger('state', '{"A": ["\u0000"]}');
+DO $$
+BEGIN
+    EXECUTE format('CREATE TRIGGER too_deep BEFORE UPDATE ON views_tenant.machine
+                    FOR EACH ROW EXECUTE FUNCTION inbox.guard_trigger(%L, %L)',
+                   'state', repeat('[', 200000));
+END $$;
 SELECT inbox.guard_transitions('views_tenant.machine', 'state', '{"A": ["B"]}');
 RESET ROLE;
 
