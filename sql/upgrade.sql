@@ -1,6 +1,6 @@
 -- The whole update chain: 0.1, with data in every table the extension knows about,
--- updated to 0.2, has exactly the member objects of a fresh 0.2 (this database has
--- one, from --load-extension) and keeps every row.
+-- updated to 0.2, has exactly the member objects of a fresh 0.2 (installed in a
+-- database of its own, so that no earlier test's grants count) and keeps every row.
 \set SHOW_CONTEXT never
 \set VERBOSITY default
 
@@ -76,12 +76,17 @@ SELECT 'extension depends on ' || pg_describe_object(d.refclassid, d.refobjid, d
  WHERE d.classid = 'pg_catalog.pg_extension'::regclass AND d.objid = ext.oid
 $describe$ AS describe \gset
 
+\set regress_db :DBNAME
+CREATE DATABASE regress_inbox_fresh;
+\c regress_inbox_fresh
+CREATE EXTENSION idempotent_inbox;
 -- Printed names must not depend on the path.
 SET search_path = pg_catalog;
 SELECT string_agg(line, E'\x1e' ORDER BY line) AS fresh FROM (:describe) s(line) \gset
 SELECT count(*) > 100 AS fresh_described FROM (:describe) s(line);
 RESET search_path;
-\set regress_db :DBNAME
+\c :regress_db
+DROP DATABASE regress_inbox_fresh;
 
 CREATE DATABASE regress_inbox_upgrade;
 \c regress_inbox_upgrade
