@@ -13,9 +13,10 @@
  * The schema.  0.1 let CREATE EXTENSION create schema inbox or adopt an existing one;
  * 0.2 creates it in its script and refuses one it did not create.  The update cannot
  * tell who created the schema, so it:
+ *   - warns about every object in the schema that is not part of the extension, and
+ *     about grants of CREATE on it;
  *   - refuses when the schema's owner is not a superuser (whoever owns it could have
  *     put objects there that a superuser's session would run, as in issue 9);
- *   - warns about every object in the schema that is not part of the extension;
  *   - then makes the schema a member of the extension and records the extension in
  *     pg_catalog, as CREATE EXTENSION at 0.2 does, so that DROP EXTENSION drops the
  *     schema and pg_dump writes the same CREATE EXTENSION for both.  No command moves
@@ -46,13 +47,6 @@ BEGIN
                   HINT = 'Version 0.1 could only be installed in schema inbox; check pg_extension.';
     END IF;
 
-    IF NOT owner_is_superuser THEN
-        RAISE EXCEPTION 'schema "inbox" is owned by role "%", which is not a superuser', owner_name
-            USING ERRCODE = 'object_not_in_prerequisite_state',
-                  DETAIL = 'Version 0.2 makes schema inbox part of the extension; a schema that a role other than a superuser owns may hold objects (an operator, a function) that would run with the rights of whoever uses the extension.',
-                  HINT = 'Check what schema inbox holds and remove what the extension did not create, then ALTER SCHEMA inbox OWNER TO a superuser and update again.';
-    END IF;
-
     SELECT pg_catalog.string_agg(pg_catalog.pg_describe_object(d.classid, d.objid, d.objsubid), ', '
                                  ORDER BY pg_catalog.pg_describe_object(d.classid, d.objid, d.objsubid))
       INTO foreign_objects
@@ -68,10 +62,28 @@ BEGIN
                           AND m.refclassid OPERATOR(pg_catalog.=) 'pg_catalog.pg_extension'::pg_catalog.regclass::pg_catalog.oid
                           AND m.refobjid OPERATOR(pg_catalog.=) ext_oid
                           AND m.deptype OPERATOR(pg_catalog.=) 'e');
+    IF EXISTS (SELECT 1
+                 FROM pg_catalog.pg_namespace n,
+                      LATERAL pg_catalog.aclexplode(n.nspacl) a
+                WHERE n.oid OPERATOR(pg_catalog.=) schema_oid
+                  AND a.privilege_type OPERATOR(pg_catalog.=) 'CREATE'
+                  AND a.grantee OPERATOR(pg_catalog.<>) n.nspowner) THEN
+        RAISE WARNING 'roles other than its owner may create objects in schema "inbox"'
+            USING DETAIL = 'A fresh install grants only USAGE to PUBLIC; the update leaves the grants as they are.',
+                  HINT = 'REVOKE CREATE ON SCHEMA inbox FROM the roles that should not have it.';
+    END IF;
+
     IF foreign_objects IS NOT NULL THEN
         RAISE WARNING 'schema "inbox" holds objects that are not part of idempotent_inbox: %', foreign_objects
             USING DETAIL = 'They stay where they are; from 0.2 on, DROP EXTENSION fails while they exist (or drops them with CASCADE).',
                   HINT = 'Move them to another schema unless you put them there on purpose.';
+    END IF;
+
+    IF NOT owner_is_superuser THEN
+        RAISE EXCEPTION 'schema "inbox" is owned by role "%", which is not a superuser', owner_name
+            USING ERRCODE = 'object_not_in_prerequisite_state',
+                  DETAIL = 'Version 0.2 makes schema inbox part of the extension; a schema that a role other than a superuser owns may hold objects (an operator, a function) that would run with the rights of whoever uses the extension.',
+                  HINT = 'Check what schema inbox holds and remove what the extension did not create, then ALTER SCHEMA inbox OWNER TO a superuser and update again.';
     END IF;
 
     -- The extension no longer depends on its schema: the schema is now one of its members.
@@ -86,6 +98,8 @@ BEGIN
 END
 $$;
 
+-- Records the schema's grants as they are now as its initial privileges (what
+-- pg_dump compares against), as CREATE EXTENSION at 0.2 does with its own.
 ALTER EXTENSION idempotent_inbox ADD SCHEMA inbox;
 COMMENT ON SCHEMA inbox IS 'idempotent_inbox: inbox tables registry, claim functions and views';
 
@@ -223,3 +237,6 @@ CREATE OR REPLACE VIEW inbox.streams WITH (security_barrier) AS
     SELECT p.inbox, p.topic, p."partition", p."offset", p.advanced_at
       FROM inbox.positions p
      WHERE pg_catalog.has_table_privilege(p.inbox::pg_catalog.oid, 'SELECT');
+
+-- Objects new in 0.2 go above this line, written exactly as in
+-- idempotent_inbox--0.2.sql (the update test compares the two installs).

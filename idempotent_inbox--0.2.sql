@@ -645,3 +645,5 @@ RETURNS trigger AS 'MODULE_PATHNAME', 'inbox_dedup_trigger'
 LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY INVOKER;
 COMMENT ON FUNCTION inbox.dedup_trigger() IS
     'BEFORE INSERT row trigger, with arguments (inbox, id column): claims each row''s id and drops rows already seen';
+
+-- Objects added here are added to idempotent_inbox--0.1--0.2.sql too, word for word.

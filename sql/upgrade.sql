@@ -127,16 +127,19 @@ UNION ALL SELECT 'lease_tokens', jsonb_build_object('last_value', last_value) FR
 SELECT source, count(*) FROM app.snapshot GROUP BY source ORDER BY source;
 
 -- The update refuses a schema inbox owned by a role that is not a superuser: that
--- role could have put objects there (issue 9, item 2).
+-- role could have put objects there (issue 9, item 2).  Objects in the schema that
+-- are not the extension's, and grants of CREATE on it, are reported first.
 CREATE ROLE regress_inbox_schema_owner;
 ALTER SCHEMA inbox OWNER TO regress_inbox_schema_owner;
+CREATE TABLE inbox.not_ours (x int);
+GRANT CREATE ON SCHEMA inbox TO PUBLIC;
 ALTER EXTENSION idempotent_inbox UPDATE TO '0.2';
 \echo :SQLSTATE
+SELECT extversion FROM pg_extension WHERE extname = 'idempotent_inbox';
 ALTER SCHEMA inbox OWNER TO CURRENT_USER;
+REVOKE CREATE ON SCHEMA inbox FROM PUBLIC;
 
--- An object of someone else's in the schema is reported, and left alone.
-CREATE TABLE inbox.not_ours (x int);
-
+-- An object of someone else's is only reported, and left alone.
 ALTER EXTENSION idempotent_inbox UPDATE TO '0.2';
 SELECT extversion, extnamespace::regnamespace FROM pg_extension WHERE extname = 'idempotent_inbox';
 DROP TABLE inbox.not_ours;
