@@ -9,13 +9,15 @@
 EXTENSION = idempotent_inbox
 MODULE_big = idempotent_inbox
 OBJS = $(patsubst %.c,%.o,$(sort $(wildcard src/*.c)))
-DATA = $(sort $(wildcard idempotent_inbox--*.sql))
+# Install scripts, update scripts, and the per-version control files (0.1 lived in schema inbox).
+DATA = $(sort $(wildcard idempotent_inbox--*.sql)) $(wildcard idempotent_inbox--*.control)
 PGFILEDESC = "idempotent_inbox - exactly-once effects for at-least-once consumers"
 
 # In order: drop_extension must run last.
 REGRESS = inbox_admin claim claim_paths claim_many claim_apply claim_apply_args \
 	idempotency_keys retention streams inbox_shape privileges hostile_arguments \
 	upsert transition state_machine claim_apply_hostile dedup_trigger_resolution \
+	upgrade schema_capture shared_views trigger_arguments \
 	hostile_identifiers drop_extension
 REGRESS_OPTS = --load-extension=idempotent_inbox
 
