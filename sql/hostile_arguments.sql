@@ -22,6 +22,8 @@ SELECT inbox.create_inbox('pg_catalog.hostile_x', 'text');
 \echo :SQLSTATE
 SELECT inbox.create_inbox('pg_temp.hostile_x', 'text');
 \echo :SQLSTATE
+SELECT inbox.create_inbox('inbox.hostile_x', 'text');
+\echo :SQLSTATE
 SELECT inbox.create_inbox(NULL);
 \echo :SQLSTATE
 SELECT inbox.create_inbox('hostile_x', NULL);

@@ -606,6 +606,12 @@ inbox_create_inbox(PG_FUNCTION_ARGS)
 	rv = makeRangeVarFromNameList(inbox_name(PG_GETARG_TEXT_PP(0)));
 	nspid = RangeVarGetCreationNamespace(rv);
 	CheckPermanent(nspid, rv->relname);
+	if (nspid == registry_extension_namespace(fcinfo))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("inbox \"%s\" cannot be created in the extension's schema", rv->relname),
+				 errdetail("The schema belongs to the extension: DROP EXTENSION ... CASCADE would drop the inbox with it."),
+				 errhint("Create it in a schema of your own.")));
 	qualname = quote_qualified_identifier(get_namespace_name(nspid), rv->relname);
 
 	spi_connect();
