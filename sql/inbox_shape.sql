@@ -140,6 +140,43 @@ SELECT inbox.set_retention('shape_rule', '1000 years');
 SELECT inbox.claim('shape_rule', 'r5');
 SELECT inbox.set_retention('shape_rule', NULL);
 
+-- Triggers that skip a claim's row or change its id: a fresh message must never
+-- look like a duplicate, nor be claimed under another id, nor loop forever.
+SELECT inbox.create_inbox('shape_skip');
+SELECT inbox.create_inbox('shape_skip_window', retention => '1 hour');
+CREATE FUNCTION shape_skip() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    IF NEW.message_id LIKE 'skip-%' THEN RETURN NULL; END IF;
+    IF NEW.message_id LIKE 'moved-%' THEN NEW.message_id := 'elsewhere'; END IF;
+    RETURN NEW;
+END $$;
+CREATE TRIGGER shape_skip BEFORE INSERT ON shape_skip FOR EACH ROW EXECUTE FUNCTION shape_skip();
+CREATE TRIGGER shape_skip BEFORE INSERT ON shape_skip_window FOR EACH ROW EXECUTE FUNCTION shape_skip();
+SELECT inbox.claim('shape_skip', 'kept'), inbox.claim('shape_skip', 'kept');
+SELECT inbox.claim('shape_skip', 'skip-1');
+SELECT inbox.claim('shape_skip', 'moved-1');
+SELECT inbox.claim('shape_skip', 'skip-2', inbox.fingerprint('{}'));
+SELECT inbox.try_claim('shape_skip', 'skip-3');
+SELECT inbox.claim_apply('shape_skip', 'skip-4', 'SELECT 1');
+SELECT * FROM inbox.claim_many('shape_skip', ARRAY['kept', 'new-1', 'skip-5']);
+SELECT * FROM inbox.claim_many('shape_skip', ARRAY['moved-2']);
+SELECT status FROM inbox.acquire('shape_skip', 'skip-6', '1 minute');
+SELECT status FROM inbox.acquire('shape_skip', 'moved-3', '1 minute');
+SELECT inbox.claim('shape_skip_window', 'skip-7');
+SELECT inbox.claim('shape_skip_window', 'kept'), inbox.claim('shape_skip_window', 'kept');
+-- An expired claim is renewed by an UPDATE; a trigger that skips it cannot make
+-- the claim retry forever.
+CREATE FUNCTION shape_no_update() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN RETURN NULL; END $$;
+UPDATE shape_skip_window SET claimed_at = now() - interval '2 hours';
+CREATE TRIGGER shape_no_update BEFORE UPDATE ON shape_skip_window
+    FOR EACH ROW EXECUTE FUNCTION shape_no_update();
+SELECT inbox.claim('shape_skip_window', 'kept');
+SELECT status FROM inbox.acquire('shape_skip_window', 'kept', '1 minute');
+SELECT message_id FROM shape_skip UNION ALL SELECT message_id FROM shape_skip_window ORDER BY 1;
+DROP TABLE shape_skip, shape_skip_window;
+DROP FUNCTION shape_skip(), shape_no_update();
+
 -- Re-entry: a trigger on the inbox grants on it (every backend's cache entry is
 -- reloaded) and calls back into the extension on the same inbox, while the
 -- outer claim's plan is still running.

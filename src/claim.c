@@ -86,9 +86,11 @@ claim_insert(InboxInfo *inbox, Datum message_id, bytea *fingerprint)
 
 		if (direct != CLAIM_DIRECT_UNAVAILABLE)
 			return direct == CLAIM_DIRECT_CLAIMED;
-		return inbox_execute(inbox, SQL_CLAIM, values, NULL) == 1;
+		return claim_row_stored(inbox, message_id,
+								inbox_execute(inbox, SQL_CLAIM, values, NULL));
 	}
-	return inbox_execute(inbox, SQL_CLAIM_FULL, values, nulls) == 1;
+	return claim_row_stored(inbox, message_id,
+							inbox_execute(inbox, SQL_CLAIM_FULL, values, nulls));
 }
 
 /* A fresh claim in place of an expired one; false if the row changed meanwhile. */
@@ -115,6 +117,7 @@ claim_checked(InboxInfo *inbox, Datum message_id, bytea *fingerprint)
 	/* Under snapshot isolation only the INSERT can tell a visible claim (see above). */
 	bool		probe_first = inbox->dup_rate >= DUP_PROBE_THRESHOLD &&
 		!IsolationUsesXactSnapshot();
+	int			retries = 0;
 
 	registry_check_window_rights(inbox);
 	for (;;)
@@ -122,7 +125,7 @@ claim_checked(InboxInfo *inbox, Datum message_id, bytea *fingerprint)
 		ClaimRow	row;
 		TimestampTz now;
 
-		CHECK_FOR_INTERRUPTS();
+		claim_row_retry(inbox, message_id, &retries);
 		if (!probe_first && claim_insert(inbox, message_id, fingerprint))
 			return record_outcome(inbox, false);
 		probe_first = false;
@@ -176,7 +179,9 @@ claim_by_sql(InboxInfo *inbox, Datum message_id)
 		if (is_plain_duplicate(&row))
 			return record_outcome(inbox, true);
 	}
-	return record_outcome(inbox, inbox_execute(inbox, SQL_CLAIM, &message_id, NULL) != 1);
+	return record_outcome(inbox,
+						  !claim_row_stored(inbox, message_id,
+											inbox_execute(inbox, SQL_CLAIM, &message_id, NULL)));
 }
 
 /*
@@ -484,7 +489,24 @@ inbox_claim_many(PG_FUNCTION_ARGS)
 
 			tuplestore_putvalues(store, tupdesc, &given[i], &isnull);
 		}
+		else if (inbox->insert_triggers)
+		{
+			/* Not inserted: a duplicate, unless a trigger skipped it. */
+			ClaimRow	row;
+
+			claim_row_read(inbox, keys[i], false, &row);
+			if (row.state == ROW_ABSENT)
+				claim_row_suppressed(inbox, keys[i]);
+		}
 	}
+
+	/* A trigger that changed an id made a row no input id matches. */
+	if (hash_get_num_entries(fresh) > 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("a trigger on inbox \"%s\" changed the id of a claim", get_rel_name(inbox->relid)),
+				 errdetail("A claim must be stored under the id it was made for."),
+				 errhint("Make BEFORE INSERT triggers on the inbox leave message_id alone.")));
 
 	rsinfo->returnMode = SFRM_Materialize;
 	rsinfo->setResult = store;

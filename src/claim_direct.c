@@ -68,6 +68,8 @@ insert_speculatively(InboxInfo *inbox, Datum message_id)
 ClaimDirectResult
 claim_direct(InboxInfo *inbox, Datum message_id)
 {
+	int			retries = 0;
+
 	if (!inbox->direct_shape || !direct_access_allowed(inbox->relid, ACL_INSERT | ACL_SELECT))
 		return CLAIM_DIRECT_UNAVAILABLE;
 
@@ -75,7 +77,7 @@ claim_direct(InboxInfo *inbox, Datum message_id)
 	{
 		ClaimRow	row;
 
-		CHECK_FOR_INTERRUPTS();
+		claim_row_retry(inbox, message_id, &retries);
 		claim_row_read(inbox, message_id, false, &row);
 		if (row.state == ROW_PRESENT)
 			return CLAIM_DIRECT_DUPLICATE;

@@ -19,7 +19,10 @@
 #include "executor/tuptable.h"
 #include "miscadmin.h"
 #include "storage/lmgr.h"
+#include "catalog/pg_collation.h"
+#include "executor/spi.h"
 #include "utils/builtins.h"
+#include "utils/lsyscache.h"
 #include "utils/rel.h"
 #include "utils/snapmgr.h"
 
@@ -188,4 +191,66 @@ claim_row_expired(const InboxInfo *inbox, const ClaimRow *row, TimestampTz now)
 	if (!inbox->has_retention || row->claimed_at >= retention_cutoff(inbox, now))
 		return false;
 	return !row->leased || row->lease_until <= now;
+}
+
+/*
+ * A claim's INSERT ran through SQL and touched stored rows (0 or 1): did it
+ * store this id?  A BEFORE INSERT trigger on the inbox may skip the row
+ * (returning NULL) or change its id; either would make a fresh message look
+ * like a duplicate, or claim another id, so both are errors.  With no such
+ * trigger, no row means a conflict, as ON CONFLICT DO NOTHING says.
+ */
+bool
+claim_row_stored(InboxInfo *inbox, Datum message_id, uint64 stored)
+{
+	ClaimRow	row;
+
+	if (!inbox->insert_triggers)
+		return stored == 1;
+	if (stored == 1)
+	{
+		bool		isnull;
+		Datum		written = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1,
+										   &isnull);
+
+		if (isnull || !DatumGetBool(OidFunctionCall2Coll(inbox->key_eq, DEFAULT_COLLATION_OID,
+														 written, message_id)))
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("a trigger on inbox \"%s\" changed the id of the claim of \"%s\"",
+							get_rel_name(inbox->relid), message_id_to_cstring(inbox, message_id)),
+					 errdetail("A claim must be stored under the id it was made for."),
+					 errhint("Make BEFORE INSERT triggers on the inbox leave message_id alone.")));
+		return true;
+	}
+	claim_row_read(inbox, message_id, false, &row);
+	if (row.state == ROW_ABSENT)
+		claim_row_suppressed(inbox, message_id);
+	return false;
+}
+
+/* The claim's INSERT (or UPDATE) changed no row, yet nothing holds the id. */
+void
+claim_row_suppressed(InboxInfo *inbox, Datum message_id)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+			 errmsg("the claim of \"%s\" was not stored in inbox \"%s\"",
+					message_id_to_cstring(inbox, message_id), get_rel_name(inbox->relid)),
+			 errdetail("The statement that writes the claim changed no row, and no other transaction holds the id: a trigger on the inbox skipped it."),
+			 errhint("Make triggers on the inbox return NEW for claims.")));
+}
+
+/*
+ * Loops that read a claim, decide and write only if the decision still holds
+ * retry when another transaction got there first, and each such retry follows
+ * a wait or a concurrent change.  A write that a trigger silently skips would
+ * make them retry forever: after CLAIM_MAX_RETRIES, they give up.
+ */
+void
+claim_row_retry(InboxInfo *inbox, Datum message_id, int *retries)
+{
+	CHECK_FOR_INTERRUPTS();
+	if (++(*retries) > CLAIM_MAX_RETRIES)
+		claim_row_suppressed(inbox, message_id);
 }

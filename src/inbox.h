@@ -34,6 +34,9 @@
 /* Longest retention window; longer ones would leave the range of timestamps. */
 #define MAX_RETENTION_YEARS 1000
 
+/* Retries of a claim's read-decide-write loop before it is deemed stuck. */
+#define CLAIM_MAX_RETRIES 1000
+
 /* Longest message id we accept, in bytes; keeps claims well inside an index tuple. */
 #define INBOX_MAX_ID_BYTES 1024
 
@@ -109,6 +112,8 @@ typedef struct InboxInfo
 								 * plans only once no call can be using them */
 	AttrNumber	key_attnum;		/* message_id */
 	bool		direct_shape;	/* claims may skip the executor (claim_direct.c) */
+	bool		insert_triggers;	/* BEFORE INSERT row triggers, which may skip or
+									 * change a claim's row */
 	bool		has_retention;	/* claims older than retention count as absent */
 	Interval	retention;
 	AttrNumber	columns[INBOX_NUM_COLUMNS];	/* attnums, by InboxColumn */
@@ -261,6 +266,9 @@ extern ClaimDirectResult claim_direct(InboxInfo *inbox, Datum message_id);
 /* claim_row.c */
 extern void claim_row_read(InboxInfo *inbox, Datum message_id, bool columns, ClaimRow *row);
 extern void claim_row_wait(InboxInfo *inbox, const ClaimRow *row);
+extern bool claim_row_stored(InboxInfo *inbox, Datum message_id, uint64 stored);
+extern void claim_row_suppressed(InboxInfo *inbox, Datum message_id) pg_attribute_noreturn();
+extern void claim_row_retry(InboxInfo *inbox, Datum message_id, int *retries);
 extern bool claim_row_expired(const InboxInfo *inbox, const ClaimRow *row, TimestampTz now);
 extern bool claim_row_lease_live(const ClaimRow *row, TimestampTz now);
 extern TimestampTz retention_cutoff(const InboxInfo *inbox, TimestampTz now);

@@ -7,6 +7,8 @@
  * a purge does to the rows can be read in one place.  The only thing spliced in is
  * the table's quoted, qualified name; every value is a parameter.  $1 is always the
  * message id (of the inbox's key type) except for the statements without one.
+ * The claim INSERTs return the id they stored: a BEFORE INSERT trigger on the
+ * inbox may have changed or skipped the row (claim_row_stored checks).
  */
 #include "postgres.h"
 
@@ -48,7 +50,8 @@ typedef struct StatementTemplate
  */
 static const StatementTemplate templates[SQL_NUM_STATEMENTS] = {
 	[SQL_CLAIM] = {
-		"INSERT INTO %1$s (message_id) VALUES ($1) ON CONFLICT (message_id) DO NOTHING",
+		"INSERT INTO %1$s (message_id) VALUES ($1) ON CONFLICT (message_id) DO NOTHING "
+		"RETURNING message_id",
 		1, {KEY}
 	},
 	[SQL_CLAIM_MANY] = {
@@ -71,7 +74,8 @@ static const StatementTemplate templates[SQL_NUM_STATEMENTS] = {
 	},
 	[SQL_CLAIM_FULL] = {
 		"INSERT INTO %1$s (message_id, fingerprint, token, lease_until, holder_pid, holder_started) "
-		"VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (message_id) DO NOTHING",
+		"VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (message_id) DO NOTHING "
+		"RETURNING message_id",
 		6, {KEY, BYTEAOID, INT8OID, TIMESTAMPTZOID, INT4OID, TIMESTAMPTZOID}, NEEDS_LEASE_COLUMNS
 	},
 	/* Expired counts as absent: the row becomes a fresh claim, if still expired. */

@@ -102,7 +102,12 @@ lease_write(FunctionCallInfo fcinfo, InboxInfo *inbox, const LeaseRequest *req,
 		values[6] = Int64GetDatum(row->token);
 		nulls[6] = ' ';
 	}
-	if (inbox_execute(inbox, which, values, nulls) != 1)
+	if (which == SQL_CLAIM_FULL)
+	{
+		if (!claim_row_stored(inbox, req->message_id, inbox_execute(inbox, which, values, nulls)))
+			return false;
+	}
+	else if (inbox_execute(inbox, which, values, nulls) != 1)
 		return false;
 
 	answer->status = LEASE_ACQUIRED;
@@ -124,12 +129,14 @@ static void
 acquire_lease(FunctionCallInfo fcinfo, InboxInfo *inbox, const LeaseRequest *req,
 			  LeaseAnswer *answer)
 {
+	int			retries = 0;
+
 	for (;;)
 	{
 		ClaimRow	row;
 		TimestampTz now = GetCurrentTimestamp();
 
-		CHECK_FOR_INTERRUPTS();
+		claim_row_retry(inbox, req->message_id, &retries);
 		claim_row_read(inbox, req->message_id, true, &row);
 		switch (row.state)
 		{
