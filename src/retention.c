@@ -13,13 +13,17 @@
 
 #include "access/table.h"
 #include "catalog/index.h"
+#include "catalog/pg_class.h"
 #include "catalog/pg_index.h"
 #include "miscadmin.h"
 #include "nodes/pg_list.h"
+#include "utils/acl.h"
 #include "utils/builtins.h"
+#include "utils/guc.h"
 #include "utils/inval.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
+#include "utils/rls.h"
 #include "utils/syscache.h"
 
 #include "compat.h"
@@ -100,6 +104,15 @@ inbox_set_retention(PG_FUNCTION_ARGS)
 	PG_RETURN_VOID();
 }
 
+/* The inbox's name for an error message, or its OID once it is gone. */
+static char *
+purge_rel_name(Oid relid)
+{
+	char	   *name = get_rel_name(relid);
+
+	return name != NULL ? name : psprintf("%u", relid);
+}
+
 /* Delete up to batch expired claims; SPI must be connected. */
 static int64
 purge_batch(InboxInfo *inbox, int64 batch)
@@ -114,17 +127,76 @@ purge_batch(InboxInfo *inbox, int64 batch)
 }
 
 /*
+ * Purge needs the caller's own DELETE and SELECT on the inbox, checked before the
+ * table is locked or read, so a role without them cannot even queue for its lock.
+ * The rows are then deleted as the owner (see inbox_purge), which would bypass the
+ * row-level security that applies to a caller who is not the owner: such a caller
+ * is refused rather than given rows its policies hide.
+ */
+static void
+purge_check_caller(Oid relid, Oid userid)
+{
+	const AclMode needed = ACL_DELETE | ACL_SELECT;
+
+	if (pg_class_aclmask(relid, userid, needed, ACLMASK_ALL) != needed)
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("permission denied to purge inbox \"%s\"", purge_rel_name(relid)),
+				 errdetail("Purging needs the DELETE and SELECT privileges on the inbox.")));
+	if (!compat_table_ownercheck(relid, userid) &&
+		check_enable_rls(relid, userid, true) == RLS_ENABLED)
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("permission denied to purge inbox \"%s\"", purge_rel_name(relid)),
+				 errdetail("Row-level security applies to you on this inbox, and purge deletes as the inbox's owner."),
+				 errhint("Let the owner or the background purge do it.")));
+}
+
+/* The inbox's owner; the table may have been dropped since the caller named it. */
+static Oid
+purge_rel_owner(Oid relid)
+{
+	HeapTuple	tuple = SearchSysCache1(RELOID, ObjectIdGetDatum(relid));
+	Oid			owner;
+
+	if (!HeapTupleIsValid(tuple))
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_TABLE),
+				 errmsg("relation with OID %u does not exist", relid)));
+	owner = ((Form_pg_class) GETSTRUCT(tuple))->relowner;
+	ReleaseSysCache(tuple);
+	return owner;
+}
+
+/*
  * One batch per call, so that the caller (a script, or the background worker)
  * commits between batches and no transaction holds many row locks for long.
+ *
+ * Whoever calls it, the batch runs as the inbox's owner, restricted, with
+ * search_path pinned, as VACUUM, ANALYZE and REFRESH MATERIALIZED VIEW do: the
+ * owner's triggers, rules, policies and index expressions then never run with the
+ * rights of a superuser (the background worker is one) or of another caller, and
+ * cannot change the session for it (SECURITY_RESTRICTED_OPERATION forbids SET
+ * ROLE, temporary objects and the like).  An error unwinds both through the
+ * (sub)transaction abort, as in core.
  */
 PG_FUNCTION_INFO_V1(inbox_purge);
 Datum
 inbox_purge(PG_FUNCTION_ARGS)
 {
-	InboxInfo  *inbox = registry_lookup(fcinfo, 0, RowExclusiveLock);
+	InboxInfo  *inbox;
+	Oid			relid;
+	Oid			owner;
+	Oid			save_userid;
+	int			save_sec_context;
+	int			save_nestlevel;
 	int64		batch;
 	int64		purged;
 
+	if (PG_ARGISNULL(0))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("inbox must not be null")));
 	if (PG_ARGISNULL(1))
 		ereport(ERROR,
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
@@ -134,6 +206,28 @@ inbox_purge(PG_FUNCTION_ARGS)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("batch must be positive")));
+
+	relid = PG_GETARG_OID(0);
+	GetUserIdAndSecContext(&save_userid, &save_sec_context);
+	purge_check_caller(relid, save_userid);
+
+	owner = purge_rel_owner(relid);
+	SetUserIdAndSecContext(owner, save_sec_context | SECURITY_RESTRICTED_OPERATION);
+	save_nestlevel = NewGUCNestLevel();
+	(void) set_config_option("search_path", "pg_catalog, pg_temp", PGC_USERSET, PGC_S_SESSION,
+							 GUC_ACTION_SAVE, true, 0, false);
+
+	inbox = registry_lookup(fcinfo, 0, RowExclusiveLock);
+
+	/*
+	 * Now that the table is locked its owner cannot change (ALTER TABLE OWNER
+	 * needs a stronger lock) nor the table go; check the caller's rights again,
+	 * as they stand under the lock, and act as the owner as it stands.
+	 */
+	purge_check_caller(relid, save_userid);
+	owner = purge_rel_owner(relid);
+	SetUserIdAndSecContext(owner, save_sec_context | SECURITY_RESTRICTED_OPERATION);
+
 	if (!inbox->has_retention)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
@@ -144,6 +238,9 @@ inbox_purge(PG_FUNCTION_ARGS)
 	spi_connect();
 	purged = purge_batch(inbox, batch);
 	SPI_finish();
+
+	AtEOXact_GUC(false, save_nestlevel);
+	SetUserIdAndSecContext(save_userid, save_sec_context);
 
 	PG_RETURN_INT64(purged);
 }
