@@ -14,7 +14,7 @@ PGFILEDESC = "idempotent_inbox - exactly-once effects for at-least-once consumer
 
 # In order: drop_extension must run last.
 REGRESS = inbox_admin claim claim_paths claim_many claim_apply claim_apply_args \
-	idempotency_keys retention streams \
+	idempotency_keys retention streams inbox_shape privileges \
 	upsert transition state_machine purge_as_owner hostile_identifiers drop_extension
 REGRESS_OPTS = --load-extension=idempotent_inbox
 

@@ -171,7 +171,7 @@ Datum
 inbox_claim_apply(PG_FUNCTION_ARGS)
 {
 	const CallSignature *sig = call_signature(fcinfo);
-	InboxInfo  *inbox = registry_lookup(fcinfo, 0, RowExclusiveLock);
+	InboxInfo  *inbox = registry_lookup(fcinfo, 0, RowExclusiveLock, ACL_INSERT | ACL_SELECT);
 	Datum		id = message_id_from_arg(fcinfo, 1, sig->keytype, inbox);
 	const char *source = statement_source(fcinfo);
 	StatementArgs args;

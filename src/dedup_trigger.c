@@ -118,7 +118,7 @@ dedup_target(FunctionCallInfo fcinfo)
 	check_firing(fcinfo);
 	args = data->tg_trigger->tgargs;
 	inbox = registry_lookup_relid(fcinfo, resolve_inbox(data->tg_trigger->tgname, args[0]),
-								  RowExclusiveLock);
+								  RowExclusiveLock, ACL_INSERT | ACL_SELECT);
 
 	target = MemoryContextAlloc(fcinfo->flinfo->fn_mcxt, sizeof(DedupTarget));
 	target->inbox = inbox->relid;
@@ -134,7 +134,8 @@ inbox_dedup_trigger(PG_FUNCTION_ARGS)
 	DedupTarget *target = dedup_target(fcinfo);
 	TriggerData *data = (TriggerData *) fcinfo->context;
 	HeapTuple	row = data->tg_trigtuple;
-	InboxInfo  *inbox = registry_lookup_relid(fcinfo, target->inbox, RowExclusiveLock);
+	InboxInfo  *inbox = registry_lookup_relid(fcinfo, target->inbox, RowExclusiveLock,
+											   ACL_INSERT | ACL_SELECT);
 	bool		isnull;
 	Datum		value = heap_getattr(row, target->attnum, RelationGetDescr(data->tg_relation),
 									 &isnull);

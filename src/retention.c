@@ -88,7 +88,7 @@ inbox_set_retention(PG_FUNCTION_ARGS)
 	bool		has_retention = !PG_ARGISNULL(1);
 
 	registry_check_owner(fcinfo, 0);
-	inbox = registry_lookup(fcinfo, 0, ShareUpdateExclusiveLock);
+	inbox = registry_lookup(fcinfo, 0, ShareUpdateExclusiveLock, 0);
 	if (has_retention)
 		registry_check_retention(PG_GETARG_INTERVAL_P(1));
 
@@ -127,32 +127,26 @@ purge_batch(InboxInfo *inbox, int64 batch)
 }
 
 /*
- * Purge needs the caller's own DELETE and SELECT on the inbox, checked before the
- * table is locked or read, so a role without them cannot even queue for its lock.
- * The rows are then deleted as the owner (see inbox_purge), which would bypass the
- * row-level security that applies to a caller who is not the owner: such a caller
- * is refused rather than given rows its policies hide.
+ * Purge deletes as the inbox's owner (see inbox_purge), which would bypass the
+ * row-level security that applies to a caller who is not the owner: such a
+ * caller is refused, as the functions that answer from stored columns refuse it
+ * (registry_forbid_row_security), rather than given rows its policies hide.
+ * Checked before the table is locked, and again under the lock.
  */
 static void
-purge_check_caller(Oid relid, Oid userid)
+purge_forbid_hidden_rows(Oid relid, Oid userid)
 {
-	const AclMode needed = ACL_DELETE | ACL_SELECT;
-
-	if (pg_class_aclmask(relid, userid, needed, ACLMASK_ALL) != needed)
-		ereport(ERROR,
-				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
-				 errmsg("permission denied to purge inbox \"%s\"", purge_rel_name(relid)),
-				 errdetail("Purging needs the DELETE and SELECT privileges on the inbox.")));
 	if (!compat_table_ownercheck(relid, userid) &&
 		check_enable_rls(relid, userid, true) == RLS_ENABLED)
 		ereport(ERROR,
-				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
-				 errmsg("permission denied to purge inbox \"%s\"", purge_rel_name(relid)),
-				 errdetail("Row-level security applies to you on this inbox, and purge deletes as the inbox's owner."),
-				 errhint("Let the owner or the background purge do it.")));
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("purge() does not support row-level security on inbox \"%s\"",
+						purge_rel_name(relid)),
+				 errdetail("It deletes as the inbox's owner, which would bypass the policies that apply to you."),
+				 errhint("Run it as the inbox's owner, or let the background purge do it.")));
 }
 
-/* The inbox's owner; the table may have been dropped since the caller named it. */
+/* The inbox's owner. */
 static Oid
 purge_rel_owner(Oid relid)
 {
@@ -172,13 +166,14 @@ purge_rel_owner(Oid relid)
  * One batch per call, so that the caller (a script, or the background worker)
  * commits between batches and no transaction holds many row locks for long.
  *
- * Whoever calls it, the batch runs as the inbox's owner, restricted, with
- * search_path pinned, as VACUUM, ANALYZE and REFRESH MATERIALIZED VIEW do: the
- * owner's triggers, rules, policies and index expressions then never run with the
- * rights of a superuser (the background worker is one) or of another caller, and
- * cannot change the session for it (SECURITY_RESTRICTED_OPERATION forbids SET
- * ROLE, temporary objects and the like).  An error unwinds both through the
- * (sub)transaction abort, as in core.
+ * The caller's own rights are checked, before the table is locked.  The batch
+ * then runs as the inbox's owner, whoever the caller is, under
+ * SECURITY_RESTRICTED_OPERATION and with search_path pinned to pg_catalog,
+ * pg_temp, as VACUUM, ANALYZE and REFRESH MATERIALIZED VIEW do: the owner's
+ * triggers, rules, policies and index predicates never run with the rights of a
+ * superuser (the background worker is one) or of another caller, and cannot
+ * change the session for it (no SET ROLE, no temporary objects).  An error
+ * unwinds both through the (sub)transaction abort, as in core.
  */
 PG_FUNCTION_INFO_V1(inbox_purge);
 Datum
@@ -186,7 +181,6 @@ inbox_purge(PG_FUNCTION_ARGS)
 {
 	InboxInfo  *inbox;
 	Oid			relid;
-	Oid			owner;
 	Oid			save_userid;
 	int			save_sec_context;
 	int			save_nestlevel;
@@ -209,31 +203,22 @@ inbox_purge(PG_FUNCTION_ARGS)
 
 	relid = PG_GETARG_OID(0);
 	GetUserIdAndSecContext(&save_userid, &save_sec_context);
-	purge_check_caller(relid, save_userid);
-
-	owner = purge_rel_owner(relid);
-	SetUserIdAndSecContext(owner, save_sec_context | SECURITY_RESTRICTED_OPERATION);
-	save_nestlevel = NewGUCNestLevel();
-	(void) set_config_option("search_path", "pg_catalog, pg_temp", PGC_USERSET, PGC_S_SESSION,
-							 GUC_ACTION_SAVE, true, 0, false);
-
-	inbox = registry_lookup(fcinfo, 0, RowExclusiveLock);
-
-	/*
-	 * Now that the table is locked its owner cannot change (ALTER TABLE OWNER
-	 * needs a stronger lock) nor the table go; check the caller's rights again,
-	 * as they stand under the lock, and act as the owner as it stands.
-	 */
-	purge_check_caller(relid, save_userid);
-	owner = purge_rel_owner(relid);
-	SetUserIdAndSecContext(owner, save_sec_context | SECURITY_RESTRICTED_OPERATION);
-
+	purge_forbid_hidden_rows(relid, save_userid);
+	inbox = registry_lookup(fcinfo, 0, RowExclusiveLock, ACL_SELECT | ACL_UPDATE | ACL_DELETE);
+	purge_forbid_hidden_rows(relid, save_userid);
 	if (!inbox->has_retention)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("inbox \"%s\" has no retention", get_rel_name(inbox->relid)),
 				 errdetail("Its claims never expire, so there is nothing to purge."),
 				 errhint("Set one with inbox.set_retention().")));
+
+	/* The table is locked: its owner cannot change (ALTER TABLE OWNER waits). */
+	SetUserIdAndSecContext(purge_rel_owner(relid),
+						   save_sec_context | SECURITY_RESTRICTED_OPERATION);
+	save_nestlevel = NewGUCNestLevel();
+	(void) set_config_option("search_path", "pg_catalog, pg_temp", PGC_USERSET, PGC_S_SESSION,
+							 GUC_ACTION_SAVE, true, 0, false);
 
 	spi_connect();
 	purged = purge_batch(inbox, batch);
@@ -247,17 +232,23 @@ inbox_purge(PG_FUNCTION_ARGS)
 
 /*
  * The oldest claim, for the stats view.  NULL when the caller may not read the
- * inbox, so that one unreadable inbox does not make the whole view fail.
+ * inbox or it no longer has an inbox's shape, so that one unreadable or broken
+ * inbox does not make the whole view fail.  Rights are checked before the lock.
  */
 PG_FUNCTION_INFO_V1(inbox_oldest_claim);
 Datum
 inbox_oldest_claim(PG_FUNCTION_ARGS)
 {
-	InboxInfo  *inbox = registry_lookup(fcinfo, 0, AccessShareLock);
+	Oid			relid = PG_ARGISNULL(0) ? InvalidOid : PG_GETARG_OID(0);
+	InboxInfo  *inbox;
 	bool		isnull = true;
 	Datum		oldest = (Datum) 0;
 
-	if (pg_class_aclcheck(inbox->relid, GetUserId(), ACL_SELECT) != ACLCHECK_OK)
+	if (!SearchSysCacheExists1(RELOID, ObjectIdGetDatum(relid)) ||
+		pg_class_aclcheck(relid, GetUserId(), ACL_SELECT) != ACLCHECK_OK)
+		PG_RETURN_NULL();
+	inbox = registry_lookup_if_intact(fcinfo, 0, AccessShareLock);
+	if (inbox == NULL)
 		PG_RETURN_NULL();
 
 	spi_connect();
