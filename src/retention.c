@@ -146,7 +146,7 @@ purge_forbid_hidden_rows(Oid relid, Oid userid)
 				 errhint("Run it as the inbox's owner, or let the background purge do it.")));
 }
 
-/* The inbox's owner. */
+/* The inbox's owner; the caller holds a lock on it. */
 static Oid
 purge_rel_owner(Oid relid)
 {
@@ -163,6 +163,39 @@ purge_rel_owner(Oid relid)
 }
 
 /*
+ * Acting as a table's owner, the way VACUUM, ANALYZE and REFRESH MATERIALIZED
+ * VIEW do: under SECURITY_RESTRICTED_OPERATION (no SET ROLE, no temporary
+ * objects) and with search_path set to pg_catalog, pg_temp in a GUC nest level
+ * of its own.  The table must be locked, so that its owner cannot change.  An
+ * error unwinds both through the (sub)transaction abort, as in core; as_owner_end
+ * restores them on success.
+ */
+typedef struct AsOwner
+{
+	Oid			save_userid;
+	int			save_sec_context;
+	int			save_nestlevel;
+} AsOwner;
+
+static void
+as_owner_begin(Oid relid, AsOwner *save)
+{
+	GetUserIdAndSecContext(&save->save_userid, &save->save_sec_context);
+	SetUserIdAndSecContext(purge_rel_owner(relid),
+						   save->save_sec_context | SECURITY_RESTRICTED_OPERATION);
+	save->save_nestlevel = NewGUCNestLevel();
+	(void) set_config_option("search_path", "pg_catalog, pg_temp", PGC_USERSET, PGC_S_SESSION,
+							 GUC_ACTION_SAVE, true, 0, false);
+}
+
+static void
+as_owner_end(const AsOwner *save)
+{
+	AtEOXact_GUC(false, save->save_nestlevel);
+	SetUserIdAndSecContext(save->save_userid, save->save_sec_context);
+}
+
+/*
  * One batch per call, so that the caller (a script, or the background worker)
  * commits between batches and no transaction holds many row locks for long.
  *
@@ -172,8 +205,7 @@ purge_rel_owner(Oid relid)
  * pg_temp, as VACUUM, ANALYZE and REFRESH MATERIALIZED VIEW do: the owner's
  * triggers, rules, policies and index predicates never run with the rights of a
  * superuser (the background worker is one) or of another caller, and cannot
- * change the session for it (no SET ROLE, no temporary objects).  An error
- * unwinds both through the (sub)transaction abort, as in core.
+ * change the session for it (no SET ROLE, no temporary objects).
  */
 PG_FUNCTION_INFO_V1(inbox_purge);
 Datum
@@ -181,9 +213,7 @@ inbox_purge(PG_FUNCTION_ARGS)
 {
 	InboxInfo  *inbox;
 	Oid			relid;
-	Oid			save_userid;
-	int			save_sec_context;
-	int			save_nestlevel;
+	AsOwner		as_owner;
 	int64		batch;
 	int64		purged;
 
@@ -202,10 +232,9 @@ inbox_purge(PG_FUNCTION_ARGS)
 				 errmsg("batch must be positive")));
 
 	relid = PG_GETARG_OID(0);
-	GetUserIdAndSecContext(&save_userid, &save_sec_context);
-	purge_forbid_hidden_rows(relid, save_userid);
+	purge_forbid_hidden_rows(relid, GetUserId());
 	inbox = registry_lookup(fcinfo, 0, RowExclusiveLock, ACL_SELECT | ACL_UPDATE | ACL_DELETE);
-	purge_forbid_hidden_rows(relid, save_userid);
+	purge_forbid_hidden_rows(relid, GetUserId());
 	if (!inbox->has_retention)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
@@ -214,18 +243,11 @@ inbox_purge(PG_FUNCTION_ARGS)
 				 errhint("Set one with inbox.set_retention().")));
 
 	/* The table is locked: its owner cannot change (ALTER TABLE OWNER waits). */
-	SetUserIdAndSecContext(purge_rel_owner(relid),
-						   save_sec_context | SECURITY_RESTRICTED_OPERATION);
-	save_nestlevel = NewGUCNestLevel();
-	(void) set_config_option("search_path", "pg_catalog, pg_temp", PGC_USERSET, PGC_S_SESSION,
-							 GUC_ACTION_SAVE, true, 0, false);
-
+	as_owner_begin(relid, &as_owner);
 	spi_connect();
 	purged = purge_batch(inbox, batch);
 	SPI_finish();
-
-	AtEOXact_GUC(false, save_nestlevel);
-	SetUserIdAndSecContext(save_userid, save_sec_context);
+	as_owner_end(&as_owner);
 
 	PG_RETURN_INT64(purged);
 }
