@@ -14,8 +14,9 @@ PGFILEDESC = "idempotent_inbox - exactly-once effects for at-least-once consumer
 
 # In order: drop_extension must run last.
 REGRESS = inbox_admin claim claim_paths claim_many claim_apply claim_apply_args \
-	idempotency_keys retention streams inbox_shape privileges \
-	upsert transition state_machine purge_as_owner hostile_identifiers drop_extension
+	idempotency_keys retention streams inbox_shape privileges hostile_arguments \
+	upsert transition state_machine claim_apply_hostile dedup_trigger_resolution \
+	purge_as_owner hostile_identifiers drop_extension
 REGRESS_OPTS = --load-extension=idempotent_inbox
 
 ISOLATION = $(basename $(notdir $(sort $(wildcard test/specs/*.spec))))
@@ -38,7 +39,7 @@ all:
 	@exit 1
 endif
 
-.PHONY: demo test bench
+.PHONY: demo test bench valgrind
 
 demo:
 	@bash test/harness/demo
@@ -48,3 +49,6 @@ test:
 
 bench:
 	@bash test/harness/bench
+
+valgrind:
+	@bash test/harness/valgrind

@@ -89,6 +89,17 @@ SELECT priv_try('SELECT, INSERT, UPDATE', $$SELECT inbox.claim('priv_inbox', 'mi
 ALTER TABLE priv_inbox DISABLE ROW LEVEL SECURITY;
 DROP POLICY priv_own ON priv_inbox;
 
+-- The inbox's schema must be usable too, as for the SQL the claim stands for.
+CREATE SCHEMA priv_schema;
+ALTER TABLE priv_inbox SET SCHEMA priv_schema;
+SET search_path = public, priv_schema;
+SELECT priv_try('SELECT, INSERT, UPDATE', $$SELECT inbox.claim('priv_schema.priv_inbox'::text::regclass, 'x')::text$$) AS by_name,
+       priv_try('SELECT, INSERT, UPDATE', format($$SELECT inbox.claim(%s::regclass, 'x')::text$$,
+                                                 'priv_schema.priv_inbox'::regclass::oid)) AS by_oid;
+RESET search_path;
+ALTER TABLE priv_schema.priv_inbox SET SCHEMA public;
+DROP SCHEMA priv_schema;
+
 -- Nothing was read or changed by any of the calls above.
 SELECT message_id, result FROM priv_inbox ORDER BY 1;
 

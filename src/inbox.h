@@ -200,6 +200,11 @@ extern void registry_check_retention(Interval *retention);
 extern void registry_update_retention(FunctionCallInfo fcinfo, Oid relid, Datum retention,
 									  bool retention_null);
 
+/* retired.c */
+extern void retired_init(void);
+extern void retire_plan(SPIPlanPtr plan);
+extern void retire_context(MemoryContext cxt);
+
 /* purge_worker.c */
 extern void purge_worker_init(void);
 
@@ -268,7 +273,6 @@ extern void fingerprint_check(InboxInfo *inbox, Datum message_id, const ClaimRow
 
 /* inbox_sql.c */
 extern SPIPlanPtr inbox_plan(InboxInfo *inbox, InboxStatement which);
-extern void inbox_plans_free(InboxInfo *inbox);
 extern int	inbox_execute(InboxInfo *inbox, InboxStatement which, Datum *values, const char *nulls);
 extern void inbox_require_column(const InboxInfo *inbox, InboxColumn column);
 
@@ -299,5 +303,11 @@ extern void statement_convert_args(StatementPlan *entry, Datum *values, const ch
 extern void statement_execute(StatementPlan *entry, Datum *values, const char *nulls);
 extern void statement_pin(StatementPlan *entry);
 extern void statement_unpin(StatementPlan *entry);
+
+/* signature.c (misc, issue 9) */
+extern void report_extension_dropped(void) pg_attribute_noreturn();
+
+/* spi_util.c (misc, issue 9) */
+extern void spi_report_error(int rc, const char *what) pg_attribute_noreturn();
 
 #endif							/* INBOX_H */

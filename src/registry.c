@@ -53,55 +53,25 @@ static InboxInfo *lookup(FunctionCallInfo fcinfo, Oid relid, LOCKMODE lockmode,
 static Oid	RegistryRelid = InvalidOid;
 
 /*
- * Plans and names replaced while a call may still be using them.
- *
- * An entry is reloaded when an invalidation arrives, and one can arrive in the
- * middle of a call: a trigger fired by the claim's INSERT may GRANT on the inbox
- * and call another of our functions on it, which reloads the entry while the
- * outer call is still running the old plan.  So nothing an entry held is freed
- * while a transaction is running: the old plans and the memory context of the
- * old name wait here, and are freed when the transaction ends.  A reload is also
- * all or nothing, so a failed reload (caught by a trigger's exception block)
- * leaves the entry as it was, only marked stale.
+ * Hand what an entry holds to retired.c; the entry keeps nothing.  An entry is
+ * reloaded when an invalidation arrives, and one can arrive in the middle of a
+ * call: a trigger fired by the claim's INSERT may GRANT on the inbox and call
+ * another of our functions on it, which reloads the entry while the outer call
+ * is still running the old plan.  So what the entry held is freed only when the
+ * transaction ends.  A reload is also all or nothing (load_entry), so a failed
+ * reload caught by a trigger's exception block leaves the entry as it was, only
+ * marked stale.
  */
-static List *RetiredPlans = NIL;
-static List *RetiredContexts = NIL;
-
-static void
-registry_free_retired(XactEvent event, void *arg)
-{
-	ListCell   *lc;
-
-	if (event != XACT_EVENT_COMMIT && event != XACT_EVENT_ABORT &&
-		event != XACT_EVENT_PARALLEL_COMMIT && event != XACT_EVENT_PARALLEL_ABORT &&
-		event != XACT_EVENT_PREPARE)
-		return;
-	foreach(lc, RetiredPlans)
-		SPI_freeplan((SPIPlanPtr) lfirst(lc));
-	foreach(lc, RetiredContexts)
-		MemoryContextDelete((MemoryContext) lfirst(lc));
-	list_free(RetiredPlans);
-	list_free(RetiredContexts);
-	RetiredPlans = NIL;
-	RetiredContexts = NIL;
-}
-
-/* Hand what an entry holds to the retired lists; the entry keeps nothing. */
 static void
 retire_entry_contents(InboxInfo *entry)
 {
-	MemoryContext old = MemoryContextSwitchTo(TopMemoryContext);
-
 	for (int i = 0; i < SQL_NUM_STATEMENTS; i++)
 	{
-		if (entry->plans[i] != NULL)
-			RetiredPlans = lappend(RetiredPlans, entry->plans[i]);
+		retire_plan(entry->plans[i]);
 		entry->plans[i] = NULL;
 	}
-	if (entry->cxt != NULL)
-		RetiredContexts = lappend(RetiredContexts, entry->cxt);
+	retire_context(entry->cxt);
 	entry->cxt = NULL;
-	MemoryContextSwitchTo(old);
 }
 
 static void
@@ -137,7 +107,6 @@ registry_init(void)
 	InboxCache = hash_create("idempotent_inbox inboxes", 16, &ctl,
 							 HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
 	CacheRegisterRelcacheCallback(registry_invalidate, (Datum) 0);
-	RegisterXactCallback(registry_free_retired, NULL);
 }
 
 /*
@@ -151,9 +120,7 @@ registry_extension_namespace(FunctionCallInfo fcinfo)
 	Oid			nspid = get_func_namespace(fcinfo->flinfo->fn_oid);
 
 	if (!OidIsValid(nspid) || get_namespace_name(nspid) == NULL)
-		ereport(ERROR,
-				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("extension \"idempotent_inbox\" was dropped during this call")));
+		report_extension_dropped();
 	return nspid;
 }
 
@@ -315,6 +282,18 @@ check_rights(FunctionCallInfo fcinfo, Oid relid, AclMode rights)
 				 errmsg("relation with OID %u does not exist", relid)));
 	if (rights == 0)
 		return;
+
+	/*
+	 * The SQL a claim may run names the table, which needs USAGE on its schema;
+	 * the paths that skip SQL must not be more generous.
+	 */
+	if (pg_namespace_aclcheck(get_rel_namespace(relid), GetUserId(), ACL_USAGE) != ACLCHECK_OK)
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("permission denied for schema %s",
+						get_namespace_name(get_rel_namespace(relid))),
+				 errdetail("%s() needs USAGE on the schema of the inbox.",
+						   get_func_name(fcinfo->flinfo->fn_oid))));
 	held = pg_class_aclmask(relid, GetUserId(), rights, ACLMASK_ALL);
 	if (held == rights)
 		return;
@@ -455,6 +434,11 @@ registry_forbid_row_security(FunctionCallInfo fcinfo, const InboxInfo *inbox)
 static void
 CheckKeyType(Oid keytype)
 {
+	if (!SearchSysCacheExists1(TYPEOID, ObjectIdGetDatum(keytype)))
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("type with OID %u does not exist", keytype),
+				 errhint("Use text, uuid or bigint.")));
 	if (keytype != TEXTOID && keytype != UUIDOID && keytype != INT8OID)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
@@ -482,6 +466,43 @@ registry_check_retention(Interval *retention)
 				 errhint("Pass NULL to keep claims until they are deleted.")));
 }
 
+/*
+ * The name given to create_inbox, parsed like a qualified table name.  The
+ * parser cuts identifiers at NAMEDATALEN - 1 bytes without a word; a name that
+ * long is refused instead, so the inbox is called what the caller wrote.  Each
+ * dot-separated part is measured as written, without its quotes.
+ */
+static List *
+inbox_name(text *name)
+{
+	char	   *raw = text_to_cstring(name);
+	bool		quoted = false;
+	int			part = 0;
+
+	for (char *p = raw; *p != '\0'; p++)
+	{
+		if (*p == '"')
+		{
+			if (quoted && p[1] == '"')
+			{
+				part++;
+				p++;
+			}
+			else
+				quoted = !quoted;
+			continue;
+		}
+		if (*p == '.' && !quoted)
+			part = 0;
+		else if (++part >= NAMEDATALEN)
+			ereport(ERROR,
+					(errcode(ERRCODE_NAME_TOO_LONG),
+					 errmsg("inbox name is too long"),
+					 errdetail("Each part of a name is at most %d bytes.", NAMEDATALEN - 1)));
+	}
+	return textToQualifiedNameList(name);
+}
+
 /* Claims are user data that must survive a crash: no temporary inboxes. */
 static void
 CheckPermanent(Oid nspid, const char *relname)
@@ -496,7 +517,9 @@ CheckPermanent(Oid nspid, const char *relname)
 /*
  * Run one statement on the registry with its owner's rights.  Callers have already
  * checked the caller's own rights on the inbox (they created it, or own it);
- * recording that fact needs the registry owner's, for this one statement.
+ * recording that fact needs the registry owner's, for this one statement, which
+ * is fully qualified and runs as a restricted operation, as VACUUM runs index
+ * functions.
  */
 static void
 registry_write(FunctionCallInfo fcinfo, const char *sql, int nargs, Oid *argtypes,
@@ -517,7 +540,8 @@ registry_write(FunctionCallInfo fcinfo, const char *sql, int nargs, Oid *argtype
 	ReleaseSysCache(tuple);
 
 	GetUserIdAndSecContext(&save_userid, &save_sec_context);
-	SetUserIdAndSecContext(owner, save_sec_context | SECURITY_LOCAL_USERID_CHANGE);
+	SetUserIdAndSecContext(owner, save_sec_context | SECURITY_LOCAL_USERID_CHANGE |
+						   SECURITY_RESTRICTED_OPERATION);
 	rc = SPI_execute_with_args(sql, nargs, argtypes, values, nulls, false, 0);
 	SetUserIdAndSecContext(save_userid, save_sec_context);
 	if (rc != expected || SPI_processed != 1)
@@ -579,7 +603,7 @@ inbox_create_inbox(PG_FUNCTION_ARGS)
 	if (!PG_ARGISNULL(2))
 		registry_check_retention(PG_GETARG_INTERVAL_P(2));
 
-	rv = makeRangeVarFromNameList(textToQualifiedNameList(PG_GETARG_TEXT_PP(0)));
+	rv = makeRangeVarFromNameList(inbox_name(PG_GETARG_TEXT_PP(0)));
 	nspid = RangeVarGetCreationNamespace(rv);
 	CheckPermanent(nspid, rv->relname);
 	qualname = quote_qualified_identifier(get_namespace_name(nspid), rv->relname);

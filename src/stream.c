@@ -105,8 +105,10 @@ position_plans(FunctionCallInfo fcinfo)
 	if (relid == plans.relid)
 		return &plans;
 
-	spi_free_plan(&plans.advance);
-	spi_free_plan(&plans.read);
+	/* An outer call may still be running them (retired.c). */
+	retire_plan(plans.advance);
+	retire_plan(plans.read);
+	plans.advance = plans.read = NULL;
 	plans.relid = InvalidOid;
 
 	tuple = SearchSysCache1(RELOID, ObjectIdGetDatum(relid));
@@ -186,7 +188,8 @@ execute_as_owner(FunctionCallInfo fcinfo, bool advance, Datum *values)
 	int			rc;
 
 	GetUserIdAndSecContext(&save_userid, &save_sec_context);
-	SetUserIdAndSecContext(p->owner, save_sec_context | SECURITY_LOCAL_USERID_CHANGE);
+	SetUserIdAndSecContext(p->owner, save_sec_context | SECURITY_LOCAL_USERID_CHANGE |
+						   SECURITY_RESTRICTED_OPERATION);
 	rc = SPI_execute_plan(plan, values, NULL, false, 0);
 	SetUserIdAndSecContext(save_userid, save_sec_context);
 	if (rc < 0)
