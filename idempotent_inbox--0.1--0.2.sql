@@ -194,9 +194,9 @@ CREATE OR REPLACE VIEW inbox.state_machines WITH (security_barrier) AS
 COMMENT ON VIEW inbox.state_machines IS
     'the state machines installed by guard_transitions; NULL state_column and edges for a guard_trigger whose arguments are not (column, JSON object)';
 
--- oldest_claim reads the table, so it is called only for an inbox that still has
--- the columns and primary key it reads (an owner may have altered or dropped them):
--- oldest_claim is NULL for any other, and the other inboxes' rows are unaffected.
+-- oldest_claim and live_counters never fail for one inbox: they answer NULL for an
+-- inbox the caller may not read, or whose owner altered what they read, so the
+-- other inboxes' rows are unaffected.
 CREATE OR REPLACE VIEW inbox.stats WITH (security_barrier) AS
     SELECT r.relid AS inbox,
            c.claims,
@@ -205,28 +205,9 @@ CREATE OR REPLACE VIEW inbox.stats WITH (security_barrier) AS
            c.fingerprint_conflicts,
            c.takeovers,
            c.purged,
-           CASE WHEN s.readable THEN inbox.oldest_claim(r.relid) END AS oldest_claim
+           inbox.oldest_claim(r.relid) AS oldest_claim
       FROM inbox.registry r
      CROSS JOIN LATERAL inbox.live_counters(r.relid) c
-     CROSS JOIN LATERAL (
-           SELECT EXISTS (
-                    SELECT 1
-                      FROM pg_catalog.pg_index i
-                      JOIN pg_catalog.pg_attribute ka
-                        ON ka.attrelid OPERATOR(pg_catalog.=) i.indrelid
-                       AND ka.attnum OPERATOR(pg_catalog.=) i.indkey[0]
-                     WHERE i.indrelid OPERATOR(pg_catalog.=) r.relid::pg_catalog.oid
-                       AND i.indisprimary
-                       AND i.indnkeyatts OPERATOR(pg_catalog.=) 1
-                       AND ka.attname OPERATOR(pg_catalog.=) 'message_id'
-                       AND ka.atttypid OPERATOR(pg_catalog.=) r.key_type::pg_catalog.oid)
-              AND EXISTS (
-                    SELECT 1
-                      FROM pg_catalog.pg_attribute a
-                     WHERE a.attrelid OPERATOR(pg_catalog.=) r.relid::pg_catalog.oid
-                       AND a.attname OPERATOR(pg_catalog.=) 'claimed_at'
-                       AND a.atttypid OPERATOR(pg_catalog.=) 'pg_catalog.timestamptz'::pg_catalog.regtype::pg_catalog.oid
-                       AND NOT a.attisdropped) AS readable) s
      WHERE EXISTS (SELECT 1 FROM pg_catalog.pg_class k
                     WHERE k.oid OPERATOR(pg_catalog.=) r.relid::pg_catalog.oid);
 COMMENT ON VIEW inbox.stats IS

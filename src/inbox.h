@@ -213,7 +213,17 @@ extern void retire_context(MemoryContext cxt);
 /* purge_worker.c */
 extern void purge_worker_init(void);
 
-/* retention.c */
+/* retention.c: acting as a table's owner, as VACUUM does (restricted, search_path pinned) */
+typedef struct AsOwner
+{
+	Oid			save_userid;
+	int			save_sec_context;
+	int			save_nestlevel;
+} AsOwner;
+
+extern void as_owner_begin(Oid relid, AsOwner *save);
+extern void as_owner_end(const AsOwner *save);
+
 extern void retention_index_create(Oid relid);
 
 /* message_id.c */

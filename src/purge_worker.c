@@ -8,10 +8,31 @@
  * installed there, so the launcher, which connects to none and reads only the
  * shared catalog pg_database, starts one worker per database that accepts
  * connections and is neither a template nor invalid, one at a time, and waits
- * for it.  A worker in a database without the extension leaves at once.  Each
- * batch is a transaction of its own calling inbox.purge(), so the worker deletes
- * exactly what a user calling purge would, and holds its row locks only for one
- * batch.
+ * for it.  A worker in a database without the extension leaves after one index
+ * probe of pg_extension.  Each batch is a transaction of its own calling
+ * inbox.purge(), so the worker deletes exactly what a user calling purge would,
+ * and holds its row locks only for one batch.
+ *
+ * The worker is connected as the bootstrap superuser, but it runs nothing of an
+ * inbox owner's as such: inbox.purge() switches to the table's owner, restricted
+ * and with search_path pinned, for everything it does to the table (retention.c).
+ * What the worker itself runs, as superuser, is two catalog reads and a query on
+ * the extension's registry, with search_path pinned to pg_catalog, pg_temp.
+ *
+ * Manners.  A visit is short and yields:
+ *	- every transaction is bounded by WORKER_STATEMENT_TIMEOUT_MS and
+ *	  WORKER_LOCK_TIMEOUT, and the whole visit by VISIT_BUDGET_MS (the next pass
+ *	  goes on where this one stopped);
+ *	- DROP DATABASE (and CREATE DATABASE ... TEMPLATE, ALTER DATABASE RENAME or
+ *	  SET TABLESPACE) locks the database object and then waits a few seconds for
+ *	  the other sessions to leave, but PostgreSQL signals only autovacuum, not
+ *	  background workers.  So each of our transactions takes the lock a session
+ *	  takes when it connects (RowExclusiveLock on the database) without waiting:
+ *	  when such a command holds or awaits its lock, the worker leaves at once, and
+ *	  when it comes while a batch runs, it waits at most for that batch;
+ *	- no worker runs during a binary upgrade (pg_upgrade);
+ *	- SIGTERM ends either process at its next interrupt check, SIGHUP reloads
+ *	  the configuration (purge_interval = 0 also ends a visit under way).
  */
 #include "postgres.h"
 
@@ -22,6 +43,7 @@
 #include "access/xact.h"
 #include "catalog/pg_database.h"
 #include "catalog/pg_type.h"
+#include "commands/extension.h"
 #include "executor/spi.h"
 #include "miscadmin.h"
 #include "pgstat.h"
@@ -29,12 +51,15 @@
 #include "postmaster/interrupt.h"
 #include "storage/ipc.h"
 #include "storage/latch.h"
+#include "storage/lock.h"
 #include "storage/proc.h"
 #include "tcop/tcopprot.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
 #include "utils/memutils.h"
 #include "utils/snapmgr.h"
+#include "utils/timeout.h"
+#include "utils/timestamp.h"
 
 #include "compat.h"
 #include "inbox.h"
@@ -47,6 +72,14 @@ static int	purge_batch = 10000;	/* rows per transaction */
 
 /* While the purge is off the launcher still wakes now and then, to notice a reload. */
 #define IDLE_WAKEUP_MS (60 * 1000L)
+
+/* Bounds of one visit: each transaction, each lock wait, the whole visit. */
+#define WORKER_STATEMENT_TIMEOUT_MS (30 * 1000)
+#define WORKER_LOCK_TIMEOUT "1s"
+#define VISIT_BUDGET_MS (60 * 1000L)
+
+/* Set in a worker when the visit should end before the next transaction. */
+static TimestampTz visit_deadline = 0;
 
 void
 purge_worker_init(void)
@@ -64,7 +97,8 @@ purge_worker_init(void)
 							&purge_batch, 10000, 1, INT_MAX,
 							PGC_SIGHUP, 0, NULL, NULL, NULL);
 
-	if (!process_shared_preload_libraries_in_progress)
+	/* pg_upgrade's server must run nothing but what pg_upgrade asks of it. */
+	if (!process_shared_preload_libraries_in_progress || IsBinaryUpgrade)
 		return;
 
 	memset(&worker, 0, sizeof(worker));
@@ -145,6 +179,8 @@ purge_launcher_main(Datum arg)
 	pqsignal(SIGHUP, SignalHandlerForConfigReload);
 	pqsignal(SIGTERM, die);
 	BackgroundWorkerUnblockSignals();
+	if (IsBinaryUpgrade)
+		proc_exit(0);			/* exit code 0: not restarted */
 	BackgroundWorkerInitializeConnection(NULL, NULL, 0);
 
 	for (;;)
@@ -178,11 +214,64 @@ purge_launcher_main(Datum arg)
 	}
 }
 
-/* Each step of a worker is a transaction of its own, with a snapshot and SPI. */
+/*
+ * Leave the database, between transactions, when the visit is over: its time is
+ * up, the purge was turned off by a reload, or another session needs the
+ * database to itself (see the head of the file).
+ */
+static void
+leave(const char *why)
+{
+	elog(DEBUG1, "idempotent_inbox purge worker leaving database %u: %s", MyDatabaseId, why);
+	proc_exit(0);
+}
+
+static void
+check_visit(void)
+{
+	CHECK_FOR_INTERRUPTS();
+	if (ConfigReloadPending)
+	{
+		ConfigReloadPending = false;
+		ProcessConfigFile(PGC_SIGHUP);
+	}
+	if (purge_interval == 0)
+		leave("the purge was turned off");
+	if (GetCurrentTimestamp() >= visit_deadline)
+		leave("the visit took its time budget");
+}
+
+/*
+ * The lock a session takes on its database as it connects, taken without
+ * waiting: not granted when DROP DATABASE or the like holds or awaits the
+ * database's lock.  Held until the transaction ends, so such a command, arriving
+ * later, waits for this transaction rather than counting us as a user.
+ */
+static bool
+database_lock_available(void)
+{
+	LOCKTAG		tag;
+
+	SET_LOCKTAG_OBJECT(tag, InvalidOid, DatabaseRelationId, MyDatabaseId, 0);
+	return LockAcquire(&tag, RowExclusiveLock, false, true) != LOCKACQUIRE_NOT_AVAIL;
+}
+
+/*
+ * Each step of a worker is a transaction of its own, with a snapshot and SPI,
+ * bounded by the worker's statement timeout (SPI does not arm it: only the
+ * protocol loop of an ordinary backend does).
+ */
 static void
 step_begin(void)
 {
+	check_visit();
 	StartTransactionCommand();
+	if (!database_lock_available())
+	{
+		AbortCurrentTransaction();
+		leave("another session needs the database to itself");
+	}
+	enable_timeout_after(STATEMENT_TIMEOUT, WORKER_STATEMENT_TIMEOUT_MS);
 	PushActiveSnapshot(GetTransactionSnapshot());
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
@@ -194,11 +283,24 @@ step_end(void)
 	SPI_finish();
 	PopActiveSnapshot();
 	CommitTransactionCommand();
+	disable_timeout(STATEMENT_TIMEOUT, false);
+}
+
+/* Is the extension installed in this database?  One index probe of pg_extension. */
+static bool
+extension_installed(void)
+{
+	bool		installed;
+
+	StartTransactionCommand();
+	installed = OidIsValid(get_extension_oid("idempotent_inbox", true));
+	CommitTransactionCommand();
+	return installed;
 }
 
 /*
  * The extension's schema in this database, and its inboxes that have a retention;
- * none when the extension is not installed here.
+ * none when the extension is no longer installed here.
  */
 static List *
 inboxes_with_retention(char **schema)
@@ -207,8 +309,19 @@ inboxes_with_retention(char **schema)
 	MemoryContext outer = CurrentMemoryContext;
 
 	step_begin();
+	/*
+	 * The schema of the extension's registry table: since 0.2 the extension is
+	 * recorded in pg_catalog while its objects live in their own schema.
+	 */
 	if (SPI_execute("SELECT n.nspname FROM pg_catalog.pg_extension e "
-					"JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) e.extnamespace "
+					"JOIN pg_catalog.pg_depend d "
+					"  ON d.refclassid OPERATOR(pg_catalog.=) 'pg_catalog.pg_extension'::pg_catalog.regclass "
+					" AND d.refobjid OPERATOR(pg_catalog.=) e.oid "
+					" AND d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_class'::pg_catalog.regclass "
+					" AND d.deptype OPERATOR(pg_catalog.=) 'e' "
+					"JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) d.objid "
+					" AND c.relname OPERATOR(pg_catalog.=) 'registry' "
+					"JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) c.relnamespace "
 					"WHERE e.extname OPERATOR(pg_catalog.=) 'idempotent_inbox'",
 					true, 1) == SPI_OK_SELECT && SPI_processed == 1)
 	{
@@ -279,6 +392,8 @@ purge_inbox(const char *schema, Oid relid)
 	PG_CATCH();
 	{
 		MemoryContextSwitchTo(outer);
+		/* Before anything else: the timer must not fire into the cleanup. */
+		disable_timeout(STATEMENT_TIMEOUT, false);
 		EmitErrorReport();
 		FlushErrorState();
 		AbortCurrentTransaction();
@@ -294,12 +409,24 @@ purge_database_main(Datum arg)
 	ListCell   *lc;
 	char	   *schema = NULL;
 
+	pqsignal(SIGHUP, SignalHandlerForConfigReload);
 	pqsignal(SIGTERM, die);
 	BackgroundWorkerUnblockSignals();
+	if (IsBinaryUpgrade)
+		proc_exit(0);
 	BackgroundWorkerInitializeConnectionByOid(DatumGetObjectId(arg), InvalidOid, 0);
+	visit_deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), VISIT_BUDGET_MS);
 
-	/* A purge must never wait long behind DDL on an inbox; the next pass retries. */
-	SetConfigOption("lock_timeout", "5s", PGC_SUSET, PGC_S_OVERRIDE);
+	if (!extension_installed())
+		leave("the extension is not installed here");
+
+	/*
+	 * A purge must never wait long behind DDL on an inbox; the next pass retries.
+	 * Set at the highest priority, so that no SET in an owner's trigger lifts the
+	 * bound (the statement timeout is armed per transaction in step_begin).
+	 */
+	SetConfigOption("lock_timeout", WORKER_LOCK_TIMEOUT, PGC_SUSET, PGC_S_OVERRIDE);
+	SetConfigOption("search_path", "pg_catalog, pg_temp", PGC_SUSET, PGC_S_SESSION);
 	SetConfigOption("application_name", "idempotent_inbox purge", PGC_USERSET, PGC_S_SESSION);
 
 	relids = inboxes_with_retention(&schema);

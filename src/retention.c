@@ -13,13 +13,17 @@
 
 #include "access/table.h"
 #include "catalog/index.h"
+#include "catalog/pg_class.h"
 #include "catalog/pg_index.h"
 #include "miscadmin.h"
 #include "nodes/pg_list.h"
+#include "utils/acl.h"
 #include "utils/builtins.h"
+#include "utils/guc.h"
 #include "utils/inval.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
+#include "utils/rls.h"
 #include "utils/syscache.h"
 
 #include "compat.h"
@@ -100,6 +104,15 @@ inbox_set_retention(PG_FUNCTION_ARGS)
 	PG_RETURN_VOID();
 }
 
+/* The inbox's name for an error message, or its OID once it is gone. */
+static char *
+purge_rel_name(Oid relid)
+{
+	char	   *name = get_rel_name(relid);
+
+	return name != NULL ? name : psprintf("%u", relid);
+}
+
 /* Delete up to batch expired claims; SPI must be connected. */
 static int64
 purge_batch(InboxInfo *inbox, int64 batch)
@@ -114,18 +127,93 @@ purge_batch(InboxInfo *inbox, int64 batch)
 }
 
 /*
+ * Purge deletes as the inbox's owner (see inbox_purge), which would bypass the
+ * row-level security that applies to a caller who is not the owner: such a
+ * caller is refused, as the functions that answer from stored columns refuse it
+ * (registry_forbid_row_security), rather than given rows its policies hide.
+ * Checked before the table is locked, and again under the lock.
+ */
+static void
+purge_forbid_hidden_rows(Oid relid, Oid userid)
+{
+	if (!compat_table_ownercheck(relid, userid) &&
+		check_enable_rls(relid, userid, true) == RLS_ENABLED)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("purge() does not support row-level security on inbox \"%s\"",
+						purge_rel_name(relid)),
+				 errdetail("It deletes as the inbox's owner, which would bypass the policies that apply to you."),
+				 errhint("Run it as the inbox's owner, or let the background purge do it.")));
+}
+
+/* The inbox's owner; the caller holds a lock on it. */
+static Oid
+purge_rel_owner(Oid relid)
+{
+	HeapTuple	tuple = SearchSysCache1(RELOID, ObjectIdGetDatum(relid));
+	Oid			owner;
+
+	if (!HeapTupleIsValid(tuple))
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_TABLE),
+				 errmsg("relation with OID %u does not exist", relid)));
+	owner = ((Form_pg_class) GETSTRUCT(tuple))->relowner;
+	ReleaseSysCache(tuple);
+	return owner;
+}
+
+/*
+ * Acting as a table's owner, the way VACUUM, ANALYZE and REFRESH MATERIALIZED
+ * VIEW do: under SECURITY_RESTRICTED_OPERATION (no SET ROLE, no temporary
+ * objects) and with search_path set to pg_catalog, pg_temp in a GUC nest level
+ * of its own.  The table must be locked, so that its owner cannot change.  An
+ * error unwinds both through the (sub)transaction abort, as in core; as_owner_end
+ * restores them on success.
+ */
+void
+as_owner_begin(Oid relid, AsOwner *save)
+{
+	GetUserIdAndSecContext(&save->save_userid, &save->save_sec_context);
+	SetUserIdAndSecContext(purge_rel_owner(relid),
+						   save->save_sec_context | SECURITY_RESTRICTED_OPERATION);
+	save->save_nestlevel = NewGUCNestLevel();
+	(void) set_config_option("search_path", "pg_catalog, pg_temp", PGC_USERSET, PGC_S_SESSION,
+							 GUC_ACTION_SAVE, true, 0, false);
+}
+
+void
+as_owner_end(const AsOwner *save)
+{
+	AtEOXact_GUC(false, save->save_nestlevel);
+	SetUserIdAndSecContext(save->save_userid, save->save_sec_context);
+}
+
+/*
  * One batch per call, so that the caller (a script, or the background worker)
  * commits between batches and no transaction holds many row locks for long.
+ *
+ * The caller's own rights are checked, before the table is locked.  The batch
+ * then runs as the inbox's owner, whoever the caller is, under
+ * SECURITY_RESTRICTED_OPERATION and with search_path pinned to pg_catalog,
+ * pg_temp, as VACUUM, ANALYZE and REFRESH MATERIALIZED VIEW do: the owner's
+ * triggers, rules, policies and index predicates never run with the rights of a
+ * superuser (the background worker is one) or of another caller, and cannot
+ * change the session for it (no SET ROLE, no temporary objects).
  */
 PG_FUNCTION_INFO_V1(inbox_purge);
 Datum
 inbox_purge(PG_FUNCTION_ARGS)
 {
-	InboxInfo  *inbox = registry_lookup(fcinfo, 0, RowExclusiveLock,
-										ACL_SELECT | ACL_UPDATE | ACL_DELETE);
+	InboxInfo  *inbox;
+	Oid			relid;
+	AsOwner		as_owner;
 	int64		batch;
 	int64		purged;
 
+	if (PG_ARGISNULL(0))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("inbox must not be null")));
 	if (PG_ARGISNULL(1))
 		ereport(ERROR,
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
@@ -135,6 +223,11 @@ inbox_purge(PG_FUNCTION_ARGS)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("batch must be positive")));
+
+	relid = PG_GETARG_OID(0);
+	purge_forbid_hidden_rows(relid, GetUserId());
+	inbox = registry_lookup(fcinfo, 0, RowExclusiveLock, ACL_SELECT | ACL_UPDATE | ACL_DELETE);
+	purge_forbid_hidden_rows(relid, GetUserId());
 	if (!inbox->has_retention)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
@@ -142,16 +235,19 @@ inbox_purge(PG_FUNCTION_ARGS)
 				 errdetail("Its claims never expire, so there is nothing to purge."),
 				 errhint("Set one with inbox.set_retention().")));
 
+	/* The table is locked: its owner cannot change (ALTER TABLE OWNER waits). */
+	as_owner_begin(relid, &as_owner);
 	spi_connect();
 	purged = purge_batch(inbox, batch);
 	SPI_finish();
+	as_owner_end(&as_owner);
 
 	PG_RETURN_INT64(purged);
 }
 
 /*
  * The oldest claim, for the stats view.  NULL when the caller may not read the
- * inbox or it no longer has an inbox's shape, so that one unreadable or broken
+ * inbox (or a policy applies to it), or it no longer has an inbox's shape, so that one unreadable or broken
  * inbox does not make the whole view fail.  Rights are checked before the lock.
  */
 PG_FUNCTION_INFO_V1(inbox_oldest_claim);
@@ -163,17 +259,27 @@ inbox_oldest_claim(PG_FUNCTION_ARGS)
 	bool		isnull = true;
 	Datum		oldest = (Datum) 0;
 
+	AsOwner		as_owner;
+
 	if (!SearchSysCacheExists1(RELOID, ObjectIdGetDatum(relid)) ||
-		pg_class_aclcheck(relid, GetUserId(), ACL_SELECT) != ACLCHECK_OK)
+		pg_class_aclcheck(relid, GetUserId(), ACL_SELECT) != ACLCHECK_OK ||
+		check_enable_rls(relid, InvalidOid, true) == RLS_ENABLED)
 		PG_RETURN_NULL();
 	inbox = registry_lookup_if_intact(fcinfo, 0, AccessShareLock);
 	if (inbox == NULL)
 		PG_RETURN_NULL();
 
+	/*
+	 * As the owner: planning the query evaluates the owner's index predicates
+	 * and expressions, which must not run with the rights of a superuser reading
+	 * inbox.stats.  Policies are not bypassed: they do not apply to the caller.
+	 */
+	as_owner_begin(relid, &as_owner);
 	spi_connect();
 	if (inbox_execute(inbox, SQL_OLDEST, NULL, NULL) == 1)
 		oldest = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
 	SPI_finish();
+	as_owner_end(&as_owner);
 
 	if (isnull)
 		PG_RETURN_NULL();
