@@ -2,6 +2,7 @@
 #
 #   make demo    install what is missing, build, install, run the demo on a throwaway cluster
 #   make test    the same, then every suite; ends with "N passed, N failed"
+#   make fuzz    the same build, then the long fuzz run (test/fuzz/README.md)
 #
 # Both work on a fresh Debian machine before the server headers exist, so PGXS is
 # included only when pg_config can find it.
@@ -38,7 +39,7 @@ all:
 	@exit 1
 endif
 
-.PHONY: demo test bench
+.PHONY: demo test bench fuzz
 
 demo:
 	@bash test/harness/demo
@@ -48,3 +49,6 @@ test:
 
 bench:
 	@bash test/harness/bench
+
+fuzz:
+	@bash test/fuzz/run
