@@ -126,7 +126,7 @@ INT4 = [("null", "NULL"), ("zero", "0"), ("negative", "-1"), ("one", "1"), ("max
         ("min", "-2147483648")]
 INT2 = [("null", "NULL"), ("zero", "0"), ("negative", "-1"), ("one", "1"), ("two", "2"), ("max", "32767")]
 TOKENS = [("null", "NULL"), ("zero", "0"), ("negative", "-1"), ("one", "1"), ("max", "9223372036854775807"),
-          ("current", "(SELECT last_value FROM inbox.lease_tokens)")]
+          ("current", "(SELECT max(token) FROM fz.ti)")]
 REGTYPES = [("null", "NULL"), ("text", "'text'"), ("uuid", "'uuid'"), ("bigint", "'bigint'"),
             ("int4", "'int4'"), ("varchar", "'varchar'"), ("oid0", "0"), ("oid_max", "4294967295"),
             ("anyelement", "'anyelement'"), ("record", "'record'"), ("domain_over_text", "'fz.dtext'"),
@@ -212,13 +212,13 @@ STATEMENTS = [
 # Changes an inbox's owner may make to it.  {t} is the table.
 MUTATIONS = [
     ("message_id_to_text", "ALTER TABLE {t} ALTER COLUMN message_id TYPE text USING message_id::text"),
-    ("message_id_to_bigint", "ALTER TABLE {t} ALTER COLUMN message_id TYPE bigint USING length(message_id::text)"),
+    ("message_id_to_bigint", "ALTER TABLE {t} ALTER COLUMN message_id TYPE bigint USING hashtext(message_id::text)"),
     ("message_id_to_uuid", "ALTER TABLE {t} ALTER COLUMN message_id TYPE uuid USING md5(message_id::text)::uuid"),
-    ("message_id_to_int4", "ALTER TABLE {t} ALTER COLUMN message_id TYPE int4 USING length(message_id::text)"),
+    ("message_id_to_int4", "ALTER TABLE {t} ALTER COLUMN message_id TYPE int4 USING hashtext(message_id::text)"),
     ("message_id_to_varchar3", "ALTER TABLE {t} ALTER COLUMN message_id TYPE varchar(40) USING message_id::text"),
     ("message_id_to_name", "ALTER TABLE {t} ALTER COLUMN message_id TYPE name USING message_id::text"),
     ("message_id_to_bytea", "ALTER TABLE {t} ALTER COLUMN message_id TYPE bytea USING convert_to(message_id::text, 'UTF8')"),
-    ("message_id_to_domain", "ALTER TABLE {t} ALTER COLUMN message_id TYPE fz.dtext USING left(message_id::text, 4)"),
+    ("message_id_to_domain", "ALTER TABLE {t} ALTER COLUMN message_id TYPE fz.dtext USING left(md5(message_id::text), 4)"),
     ("message_id_collate_nondeterministic", "ALTER TABLE {t} ALTER COLUMN message_id TYPE text COLLATE fz.ci USING message_id::text"),
     ("message_id_collate_posix", "ALTER TABLE {t} ALTER COLUMN message_id TYPE text COLLATE \"POSIX\" USING message_id::text"),
     ("result_to_text", "ALTER TABLE {t} ALTER COLUMN result TYPE text"),
@@ -604,6 +604,9 @@ class Fuzzer:
                 except psycopg.Error:
                     self.conn = None
         repro = ["BEGIN"] + stmts[: (idx + 1 if idx is not None else len(stmts))] + ["ROLLBACK"]
+        if outcome == "crash":
+            # The postmaster logs the crash after our connection is gone: wait for it.
+            self.wait_for_server()
         crash_lines = self.new_log_crashes()
         if outcome == "crash" or crash_lines:
             self.wait_for_server()
@@ -848,7 +851,8 @@ RESET ROLE;
         if name == "batch":
             return "100"
         if name == "token":
-            return "(SELECT last_value FROM inbox.lease_tokens)"
+            rel = inbox_expr.strip("'") if inbox_expr.startswith("'") else "fz.ti"
+            return f"(SELECT max(token) FROM {rel})"
         if name == "tgargs":
             return "'\\x6100'"
         if name == "tgnargs":
@@ -933,7 +937,32 @@ RESET ROLE;
             else:
                 args.append(self.rng.choice(["'{}'", "'{1,2}'", "NULL", "'{NULL}'"]))
         setup = [f"SET LOCAL ROLE {OWNER}"] if self.rng.random() < 0.7 else []
-        self.run_case(setup, [self.build_call(fn, args)], "statement=" + kind)
+
+        def check(rows_by_call):
+            # A statement that runs nothing must not be reported as an applied effect.
+            if kind in ("empty", "blank", "semicolon", "comment_only", "line_comment") and \
+                    rows_by_call[-1] == [("applied",)]:
+                return [("claim_apply", "wrong answer: applied, but the statement runs nothing")]
+            return []
+        self.run_case(setup, [self.build_call(fn, args)], "statement=" + kind, check=check)
+
+    def case_retention(self):
+        """A retention that is accepted must not make every later claim fail."""
+        self.n += 1
+        kind, iv = self.rng.choice(INTERVALS)
+        how = self.rng.choice(["create_inbox", "set_retention"])
+        setup = [f"SET LOCAL ROLE {OWNER}"]
+        if how == "create_inbox":
+            setup.append(f"SELECT inbox.create_inbox('fz.m', 'text', {iv})")
+        else:
+            setup += ["SELECT inbox.create_inbox('fz.m', 'text')", f"SELECT inbox.set_retention('fz.m', {iv})"]
+        call = self.rng.choice(["SELECT inbox.claim('fz.m', 'x')", "SELECT inbox.purge('fz.m')",
+                                "SELECT inbox.oldest_claim('fz.m')", "SELECT status FROM inbox.acquire('fz.m', 'x', '1 minute')"])
+        res = self.run_case(setup, [call], f"{how} retention={kind}")
+        if res and res[0] == len(setup) and res[1] in ("error:22008", "error:22015"):
+            self.record(self.func_of(call), "wrong answer: retention accepted, then calls fail (" + res[1][6:] + ")",
+                        f"{how} retention={kind}", res[2], ["BEGIN"] + setup + [call, "ROLLBACK"],
+                        standalone_check=False)
 
     def key_literal(self, kt, s):
         return {"text": f"'{s}'", "uuid": f"md5('{s}')::uuid", "bigint": f"(hashtext('{s}')::bigint)"}[kt]
@@ -953,7 +982,7 @@ RESET ROLE;
             setup.append(self.mutation_call(self.rng.choice(funcs), t, kt, "p"))
         picks = self.rng.sample(MUTATIONS, self.rng.choice([1, 1, 1, 2, 3]))
         for kind, sql in picks:
-            setup.extend(s.strip() for s in sql.format(t=t, tn=tn).split("; "))
+            setup.extend(s.strip() for s in split_steps(sql.format(t=t, tn=tn)))
             if kind == "rename_table":
                 t, tn = "fz.m_renamed", "m_renamed"
         calls = []
@@ -1062,7 +1091,7 @@ RESET ROLE;
         if self.rng.random() < 0.3:
             setup.append("ALTER TABLE fz.ev ALTER COLUMN event_id TYPE bigint USING NULL")
         if self.rng.random() < 0.2:
-            setup.append("ALTER TABLE fz.events_seen ALTER COLUMN message_id TYPE bigint USING length(message_id)")
+            setup.append("ALTER TABLE fz.events_seen ALTER COLUMN message_id TYPE bigint USING hashtext(message_id)")
         calls = [self.rng.choice([
             "INSERT INTO fz.ev VALUES ('e1', '{}', 1), ('e1', '{}', 2), (NULL, NULL, 3)",
             "INSERT INTO fz.ev SELECT 'k' || (g % 7), NULL, g FROM generate_series(1, 50) g",
@@ -1090,7 +1119,7 @@ RESET ROLE;
         kind, sql = self.rng.choice(breakers)
         view = self.rng.choice(["inbox.stats", "inbox.state_machines", "inbox.streams", "inbox.inboxes"])
         setup = [f"SET LOCAL ROLE {OWNER}", "SELECT inbox.create_inbox('fz.m', 'text', '1 day')",
-                 "SELECT inbox.claim('fz.m', 'x')"] + [s.strip() for s in sql.split("; ")] + \
+                 "SELECT inbox.claim('fz.m', 'x')"] + split_steps(sql) + \
                 [f"SET LOCAL ROLE {NOBODY}"]
         call = f"SELECT count(*) FROM {view}"
         res = self.run_case(setup, [call], f"{view} after another role's {kind}")
@@ -1117,6 +1146,10 @@ RESET ROLE;
         def run(conn, s):
             steps.append(s)
             j, outcome, detail, rows = self.run_statements([s], conn=conn, in_txn=False)
+            if outcome == "crash":
+                crashed.append(True)
+                self.wait_for_server()
+                self.new_log_crashes()
             return outcome, detail, rows
         crashed = []
         try:
@@ -1128,7 +1161,7 @@ RESET ROLE;
             mut = None
             if self.rng.random() < 0.7:
                 mut = self.rng.choice(MUTATIONS)
-                for s in mut[1].format(t=t, tn=tn).split("; "):
+                for s in split_steps(mut[1].format(t=t, tn=tn)):
                     out, detail, _ = run(a, s)
                     if out == "crash" or out.startswith("XX") or out == "hang":
                         crashed.append(out == "crash")
@@ -1250,7 +1283,7 @@ RESET ROLE;
         smith_time = time.time() - smith_deadline
         strategies = [(self.case_hostile_arg, 40), (self.case_claim_apply, 10), (self.case_mutation, 22),
                       (self.case_reentry, 8), (self.case_nobody, 8), (self.case_dedup_trigger, 4),
-                      (self.case_views, 3), (self.case_committed_oracle, 5)]
+                      (self.case_views, 3), (self.case_committed_oracle, 5), (self.case_retention, 2)]
         funcs, weights = zip(*strategies)
         cases = 0
         while not self.out_of_time() and (self.args.cases == 0 or cases < self.args.cases):
@@ -1361,6 +1394,19 @@ RESET ROLE;
         return "\n".join(out) + "\n"
 
 
+def split_steps(sql):
+    """Split "a; b" into statements, keeping $$ bodies whole."""
+    parts, cur = [], ""
+    for piece in sql.split("; "):
+        cur = cur + "; " + piece if cur else piece
+        if cur.count("$$") % 2 == 0:
+            parts.append(cur.strip())
+            cur = ""
+    if cur:
+        parts.append(cur.strip())
+    return parts
+
+
 def quote(s):
     return "'" + s.replace("'", "''") + "'"
 
@@ -1418,11 +1464,11 @@ def stop_cluster(data):
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--seed", type=int, default=int(os.environ.get("FUZZ_SEED", 1)))
-    p.add_argument("--duration", type=float, default=600, help="seconds for the whole run")
-    p.add_argument("--cases", type=int, default=0, help="stop after this many cases (0: by time)")
-    p.add_argument("--sqlsmith-queries", type=int, default=20000,
-                   help="queries sqlsmith generates; those calling inbox.* are run")
-    p.add_argument("--sqlsmith-time", type=float, default=120, help="seconds for sqlsmith to generate")
+    p.add_argument("--duration", type=float, default=None, help="seconds for the whole run (600; --short: 75)")
+    p.add_argument("--cases", type=int, default=None, help="stop after this many cases (0, the default: by time; --short: 1500)")
+    p.add_argument("--sqlsmith-queries", type=int, default=None,
+                   help="queries sqlsmith generates; those calling inbox.* are run (20000; --short: 1000)")
+    p.add_argument("--sqlsmith-time", type=float, default=None, help="seconds for sqlsmith to generate (120; --short: 20)")
     p.add_argument("--timeout", type=float, default=5, help="statement_timeout per call, seconds")
     p.add_argument("--short", action="store_true",
                    help="the make test configuration: 1500 cases, 1000 sqlsmith queries, at most 75 s")
@@ -1434,8 +1480,11 @@ def main():
     p.add_argument("--report", help="also write the findings as markdown here")
     args = p.parse_args()
     args.data = None
-    if args.short:
-        args.cases, args.duration, args.sqlsmith_queries, args.sqlsmith_time = 1500, 75, 1000, 20
+    short = dict(cases=1500, duration=75, sqlsmith_queries=1000, sqlsmith_time=20)
+    long = dict(cases=0, duration=600, sqlsmith_queries=20000, sqlsmith_time=120)
+    for k, v in (short if args.short else long).items():
+        if getattr(args, k) is None:
+            setattr(args, k, v)
     data = None
     try:
         if args.cluster:
