@@ -598,13 +598,16 @@ class Fuzzer:
                 if i >= len(setup):
                     rows_by_call.append(rows)
         finally:
+            rollback_lost = False
             if self.conn is conn and not (conn.closed or conn.broken):
                 try:
                     conn.execute("ROLLBACK")
                 except psycopg.Error:
+                    # Everything returned, then the backend died while aborting.
                     self.conn = None
+                    rollback_lost = True
         repro = ["BEGIN"] + stmts[: (idx + 1 if idx is not None else len(stmts))] + ["ROLLBACK"]
-        if outcome == "crash":
+        if outcome == "crash" or rollback_lost:
             # The postmaster logs the crash after our connection is gone: wait for it.
             self.wait_for_server()
         crash_lines = self.new_log_crashes()
@@ -618,6 +621,12 @@ class Fuzzer:
                             (ours[0][0] if ours else detail), repro)
             for msg, query in crash_lines:
                 if ran and query.strip() == ran.strip():
+                    continue
+                if query and query.strip() in (x.strip() for x in stmts):
+                    # A statement of this case that had returned: the crash came later,
+                    # at ROLLBACK (abort callbacks, cleanup of the extension's state).
+                    self.record(self.func_of(query), "crash", kind + " (after it returned its result)", msg,
+                                repro, standalone_check=True)
                     continue
                 # Another process died: the purge worker, say, or recovery itself.
                 if "background worker" in msg:
@@ -920,8 +929,10 @@ RESET ROLE;
         role = self.rng.random()
         if role < 0.5:
             setup.append(f"SET LOCAL ROLE {OWNER}")
-        sig = fn["name"] + "(" + ",".join(fn["types"]) + ")"
-        self.run_case(setup, [self.build_call(fn, args)], sig + " " + " ".join(sorted(kinds)))
+        key = self.key_type_of(fn) if fn["types"][1:2] and fn["types"][1].rstrip("[]") in (
+            "text", "uuid", "bigint") and fn["name"] not in ("advance", "position") else ""
+        self.run_case(setup, [self.build_call(fn, args)],
+                      (f"{key} key, " if key else "") + " ".join(sorted(set(kinds))))
 
     def case_claim_apply(self):
         fns = [f for f in self.functions if f["name"] == "claim_apply"]
@@ -1014,7 +1025,7 @@ RESET ROLE;
                 what = "two live leases for one key" if oracle == "acquire" else "id claimed twice"
                 return [(oracle, "wrong answer: " + what + " (same transaction)")]
             return []
-        kinds = "+".join(k for k, _ in picks)
+        kinds = "+".join(sorted(k for k, _ in picks))
         self.run_case(setup, calls, f"{kt} inbox after {kinds}", check=check)
 
     def mutation_call(self, fn, t, kt, tag):
@@ -1362,6 +1373,8 @@ RESET ROLE;
         print(f"# crashes {s['crashes']}, internal errors {s['internal']}, hangs {s['hangs']}, "
               f"wrong answers {s['wrong']}, leak warnings {s['leaks']}; {len(classes)} distinct classes",
               file=out)
+        for (func, outcome), (ncls, seen) in sorted(self.grouped(classes).items()):
+            print(f"#   {func}: {outcome}: {ncls} classes, seen {seen}x", file=out)
         if self.args.verbose:
             print("# most frequent ordinary errors:", file=out)
             for k, v in sorted(self.error_kinds.items(), key=lambda kv: -kv[1])[:40]:
@@ -1379,12 +1392,26 @@ RESET ROLE;
                 fh.write(self.markdown(classes))
         return 1 if classes else 0
 
+    @staticmethod
+    def grouped(classes):
+        groups = {}
+        for f in classes:
+            key = (f.func, f.cls[1])
+            n, seen = groups.get(key, (0, 0))
+            groups[key] = (n + 1, seen + f.count)
+        return groups
+
     def markdown(self, classes):
         s = self.stats
         out = [f"seed {self.args.seed}, {self.elapsed:.0f} s, {s['cases']} cases, {s['statements']} statements; "
                f"{self.sqlsmith_status}", "",
                f"crashes {s['crashes']}, internal errors {s['internal']}, hangs {s['hangs']}, wrong answers "
                f"{s['wrong']}, leak warnings {s['leaks']}; {len(classes)} distinct classes", ""]
+        out.append("| function | outcome | classes | times seen |")
+        out.append("|---|---|---|---|")
+        for (func, outcome), (ncls, seen) in sorted(self.grouped(classes).items()):
+            out.append(f"| {func} | {outcome} | {ncls} | {seen} |")
+        out.append("")
         for f in classes:
             out.append(f"- **{f.func}: {f.cls[1]}** [{f.kind}] seen {f.count}x"
                        + ("" if f.standalone is None else f", standalone: {'yes' if f.standalone else 'no'}"))
