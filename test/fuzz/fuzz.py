@@ -486,6 +486,10 @@ class Fuzzer:
         except psycopg.Error as e:
             idx = i - 1 if in_txn else i
             state = getattr(e, "sqlstate", None)
+            if state == "57P02":
+                # Killed because another process crashed: not this statement's doing.
+                self.conn = None if conn is self.conn else self.conn
+                return idx, "crash-victim", e.diag.message_primary or str(e), None
             if conn.closed or conn.broken or state is None:
                 self.conn = None if conn is self.conn else self.conn
                 return idx, "crash", str(e).strip().splitlines()[0] if str(e) else "connection lost", None
@@ -547,6 +551,24 @@ class Fuzzer:
         print(f"# new defect class: {func} / {cls[1]} / {kind}", file=sys.stderr)
         if standalone_check and (outcome == "crash" or outcome.startswith("XX")):
             f.standalone = self.reproduces(repro, outcome)
+            if f.standalone and self.args.minimize:
+                f.repro = self.minimize(repro, outcome)
+
+    def minimize(self, repro, outcome):
+        """Drop the statements a reproduction does not need, one at a time (each try on a
+        fresh connection); the failing call, the role and create_inbox stay."""
+        if not repro or repro[0] != "BEGIN":
+            return repro
+        body = repro[1:-1]
+        i = len(body) - 2
+        while i >= 0:
+            s = body[i]
+            if not (s.startswith("SET LOCAL ROLE") or "create_inbox" in s or s.startswith("CREATE FUNCTION")):
+                candidate = body[:i] + body[i + 1:]
+                if self.reproduces(["BEGIN"] + candidate + ["ROLLBACK"], outcome):
+                    body = candidate
+            i -= 1
+        return ["BEGIN"] + body + ["ROLLBACK"]
 
     def reproduces(self, repro, outcome):
         """Run a reproduction on a fresh connection: does it give the same outcome?"""
@@ -559,8 +581,8 @@ class Fuzzer:
         try:
             _, got, _, _ = self.run_statements(repro[1:-1], conn=conn, in_txn=True) \
                 if repro and repro[0] == "BEGIN" else self.run_statements(repro, conn=conn, in_txn=False)
-            if got == "crash":
-                self.stats["crashes"] += 0
+            if got in ("crash", "crash-victim"):
+                time.sleep(0.5)
                 self.wait_for_server()
                 self.new_log_crashes()
             return got == outcome
@@ -607,22 +629,37 @@ class Fuzzer:
                     self.conn = None
                     rollback_lost = True
         repro = ["BEGIN"] + stmts[: (idx + 1 if idx is not None else len(stmts))] + ["ROLLBACK"]
-        if outcome == "crash" or rollback_lost:
-            # The postmaster logs the crash after our connection is gone: wait for it.
+        if outcome in ("crash", "crash-victim") or rollback_lost:
+            # The postmaster logs the crash a moment after our connection is gone (and
+            # may still accept a connection before it notices): wait for the log line.
+            crash_lines = []
+            deadline = time.time() + 5
+            while self.args.log and not crash_lines and time.time() < deadline:
+                time.sleep(0.1)
+                crash_lines = self.new_log_crashes()
             self.wait_for_server()
-        crash_lines = self.new_log_crashes()
-        if outcome == "crash" or crash_lines:
+            crash_lines += self.new_log_crashes()
+        else:
+            crash_lines = self.new_log_crashes()
+        if outcome == "crash-victim":
+            outcome = "victim"
+        if outcome in ("crash", "victim") or crash_lines:
             self.wait_for_server()
             self.conn = None
             ran = stmts[idx] if idx is not None else None
-            ours = [c for c in crash_lines if ran and c[1] and c[1].strip() == ran.strip()]
+            def same(query, stmt):
+                # The log shows at most track_activity_query_size bytes of the query.
+                q = query.strip()
+                return bool(q) and stmt is not None and stmt.strip()[:len(q)] == q and len(q) > 0
+
+            ours = [c for c in crash_lines if same(c[1], ran)]
             if outcome == "crash" and (ours or not crash_lines):
                 self.record(self.func_of(ran), "crash", kind,
                             (ours[0][0] if ours else detail), repro)
             for msg, query in crash_lines:
-                if ran and query.strip() == ran.strip():
+                if same(query, ran):
                     continue
-                if query and query.strip() in (x.strip() for x in stmts):
+                if any(same(query, x) for x in stmts):
                     # A statement of this case that had returned: the crash came later,
                     # at ROLLBACK (abort callbacks, cleanup of the extension's state).
                     self.record(self.func_of(query), "crash", kind + " (after it returned its result)", msg,
@@ -1188,8 +1225,10 @@ RESET ROLE;
         def run(conn, s):
             steps.append(s)
             j, outcome, detail, rows = self.run_statements([s], conn=conn, in_txn=False)
-            if outcome == "crash":
+            if outcome in ("crash", "crash-victim"):
+                outcome = "crash"
                 crashed.append(True)
+                time.sleep(0.5)
                 self.wait_for_server()
                 self.new_log_crashes()
             return outcome, detail, rows
@@ -1294,7 +1333,10 @@ RESET ROLE;
                 out = (e.stdout or b"").decode("utf-8", "replace") if isinstance(e.stdout, bytes) else (e.stdout or "")
             qs = [q.strip() for q in out.split(";\n") if q.strip()]
             self.stats["sqlsmith_generated"] += len(qs)
-            queries += [q for q in qs if re.search(r"\binbox\.\w+\(|\binbox\.(stats|state_machines|streams)\b", q)]
+            # Only queries that reach the extension; none that sleep or signal backends
+            # on purpose (a timeout there would be sqlsmith's doing, not ours).
+            queries += [q for q in qs if re.search(r"\binbox\.\w+\(|\binbox\.(stats|state_machines|streams)\b", q)
+                        and not re.search(r"pg_sleep|pg_terminate_backend|pg_cancel_backend|pg_advisory", q)]
             if len(qs) < min(count, 2000):
                 break
             seed += 1
@@ -1535,12 +1577,15 @@ def main():
     p.add_argument("--host", default=os.environ.get("PGHOST", "/tmp"))
     p.add_argument("--port", type=int, default=int(os.environ.get("PGPORT", 5432)))
     p.add_argument("--log", help="the server log, to see crashes (set by --cluster)")
+    p.add_argument("--minimize", action=argparse.BooleanOptionalAction, default=None,
+                   help="shorten the reproduction of each crash and internal error (default: on, off with --short)")
     p.add_argument("--verbose", action="store_true", help="also list the most frequent ordinary errors")
     p.add_argument("--report", help="also write the findings as markdown here")
     args = p.parse_args()
     args.data = None
     short = dict(cases=1500, duration=75, sqlsmith_queries=1000, sqlsmith_time=20)
     long = dict(cases=0, duration=600, sqlsmith_queries=20000, sqlsmith_time=120)
+    short["minimize"], long["minimize"] = False, True
     for k, v in (short if args.short else long).items():
         if getattr(args, k) is None:
             setattr(args, k, v)
