@@ -968,8 +968,8 @@ RESET ROLE;
         role = self.rng.random()
         if role < 0.5:
             setup.append(f"SET LOCAL ROLE {OWNER}")
-        key = self.key_type_of(fn) if fn["types"][1:2] and fn["types"][1].rstrip("[]") in (
-            "text", "uuid", "bigint") and fn["name"] not in ("advance", "position") else ""
+        key = self.key_type_of(fn) if fn["names"][1:2] and fn["names"][1] in (
+            "message_id", "key", "message_ids") and fn["types"][1] != "jsonb" else ""
         self.run_case(setup, [self.build_call(fn, args)],
                       (f"{key} key, " if key else "") + " ".join(sorted(set(kinds))))
 
