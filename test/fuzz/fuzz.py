@@ -3,7 +3,8 @@
 
 Runs against its own throwaway cluster (--cluster DIR: initdb, the library in
 shared_preload_libraries, started and stopped here) or an existing one (--host,
---port).  Everything is derived from --seed, so a run is reproducible.  Prints TAP:
+--port).  Everything is derived from --seed, so a run is reproducible (up to where the time
+limit cuts it: a loaded machine runs fewer cases).  Prints TAP:
 one "ok" line per oracle that found nothing and one "not ok" line per distinct
 defect class (function + outcome + kind of argument), each followed on stderr by a
 minimal reproduction.  See test/fuzz/README.md.
@@ -604,7 +605,6 @@ class Fuzzer:
         returns a list of (func, wrong-answer description) for wrong answers."""
         self.stats["cases"] += 1
         stmts = list(setup) + list(calls)
-        results = []
         conn = conn or self.main_conn()
         rows_by_call = []
         # Run statement by statement so that each call's answer can be checked.
@@ -1380,8 +1380,8 @@ RESET ROLE;
                 self.record(f.__name__, "crash", "server did not restart", "recovery failed; see the server log",
                             ["(see the server log)"], standalone_check=False)
                 break
-            except psycopg.Error as e:
-                # A lost connection outside a call (the ROLLBACK, say): find out why.
+            except psycopg.Error:
+                # A lost connection outside a call (BEGIN, say): find out why.
                 self.conn = None
                 self.wait_for_server()
                 for msg, query in self.new_log_crashes():
