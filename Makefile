@@ -2,6 +2,7 @@
 #
 #   make demo    install what is missing, build, install, run the demo on a throwaway cluster
 #   make test    the same, then every suite; ends with "N passed, N failed"
+#   make fuzz    the same build, then the long fuzz run (test/fuzz/README.md)
 #
 # Both work on a fresh Debian machine before the server headers exist, so PGXS is
 # included only when pg_config can find it.
@@ -41,7 +42,7 @@ all:
 	@exit 1
 endif
 
-.PHONY: demo test bench valgrind
+.PHONY: demo test bench fuzz valgrind
 
 demo:
 	@bash test/harness/demo
@@ -51,6 +52,9 @@ test:
 
 bench:
 	@bash test/harness/bench
+
+fuzz:
+	@bash test/fuzz/run
 
 valgrind:
 	@bash test/harness/valgrind
