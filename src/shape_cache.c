@@ -6,8 +6,14 @@
  *
  * Building them costs catalog lookups and string formatting that a call would
  * otherwise pay every time.  A relcache invalidation of the table (any DDL on it
- * or its indexes, a rename) drops its entries.  Callers get a copy, because an
- * invalidation can arrive at any lock they take while they use it.
+ * or its indexes, a rename) drops its entries; callers look up only once the table
+ * is locked, so what they find matches the table they hold.  Nothing in the cache
+ * is ever in use: callers get a copy, because an invalidation can arrive at any
+ * lock they take while they use it, and a trigger fired by their statements may
+ * call upsert or transition on the same table, replacing or dropping the entry.
+ * The statements themselves are plain text; the plans statement_cache keeps for
+ * them are keyed by text and parameter types and re-planned by the plancache when
+ * the table changes.
  */
 #include "postgres.h"
 
@@ -171,7 +177,8 @@ shape_cache_record(Relation rel, int kind, Bitmapset *columns, Bitmapset *reques
 
 	shape_key(&key, rel, kind, columns, requested_keys, extra);
 	entry = hash_search(ShapeCache, &key, HASH_FIND, NULL);
-	if (entry != NULL && bms_equal(entry->columns, columns))
+	if (entry != NULL && bms_equal(entry->columns, columns) &&
+		bms_equal(entry->requested_keys, requested_keys))
 	{
 		share_record(&entry->statements.fresh_rate, fresh);
 		share_record(&entry->statements.update_rate, updated);
