@@ -15,7 +15,8 @@ PGFILEDESC = "idempotent_inbox - exactly-once effects for at-least-once consumer
 # In order: drop_extension must run last.
 REGRESS = inbox_admin claim claim_paths claim_many claim_apply claim_apply_args \
 	idempotency_keys retention streams \
-	upsert transition state_machine hostile_identifiers drop_extension
+	upsert transition state_machine shape_targets shape_rights transition_states shape_hostile \
+	hostile_identifiers drop_extension
 REGRESS_OPTS = --load-extension=idempotent_inbox
 
 ISOLATION = $(basename $(notdir $(sort $(wildcard test/specs/*.spec))))

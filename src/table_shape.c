@@ -20,6 +20,7 @@
 #include "catalog/pg_class.h"
 #include "catalog/pg_index.h"
 #include "catalog/pg_operator.h"
+#include "mb/pg_wchar.h"
 #include "miscadmin.h"
 #include "storage/lmgr.h"
 #include "storage/sinval.h"
@@ -208,6 +209,14 @@ shape_column(Relation rel, const char *name)
 		if (!att->attisdropped && strcmp(NameStr(att->attname), name) == 0)
 			return att->attnum;
 	}
+	/* No column has a longer name: show only as much as one could have. */
+	if (strlen(name) >= NAMEDATALEN)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_COLUMN),
+				 errmsg("column \"%.*s...\" of relation \"%s\" does not exist",
+						pg_mbcliplen(name, strlen(name), NAMEDATALEN - 1), name,
+						RelationGetRelationName(rel)),
+				 errdetail("Column names are at most %d bytes long.", NAMEDATALEN - 1)));
 	ereport(ERROR,
 			(errcode(ERRCODE_UNDEFINED_COLUMN),
 			 errmsg("column \"%s\" of relation \"%s\" does not exist",

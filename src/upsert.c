@@ -490,15 +490,25 @@ insert_new(UpsertPlan *plan, const ShapeStatements *sql)
  * unless another session deleted or changed the row in between; then go round
  * again, as ON CONFLICT itself does.
  */
+#define ROUTED_ATTEMPTS 100
+
 static const char *
 write_row_routed(UpsertPlan *plan, const ShapeStatements *sql)
 {
-	for (;;)
+	for (int attempt = 0;; attempt++)
 	{
 		StatementPlan *statement;
 		const char *outcome;
 
 		CHECK_FOR_INTERRUPTS();
+		if (attempt == ROUTED_ATTEMPTS)
+			ereport(ERROR,
+					(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+					 errmsg("could not upsert into \"%s\": the row kept changing",
+							RelationGetRelationName(plan->rel)),
+					 errdetail("Other sessions inserted, changed or deleted the row with this key %d times in a row.",
+							   ROUTED_ATTEMPTS),
+					 errhint("Retry the transaction.")));
 		if (insert_new(plan, sql))
 			return "inserted";
 		outcome = update_existing(plan, sql);
