@@ -13,7 +13,10 @@
  *
  * An UPDATE that leaves the state as it was is not a transition and always passes.
  * NULL is not a state: moving to or from NULL is refused like any other illegal
- * change.
+ * change.  States compare by their text form as values of the column's type
+ * (shape_state_text), as transition compares them.  A machine is checked the same
+ * way whether guard_transitions installs it or someone created the trigger by hand
+ * (machine_build): anything else is a clear error, never a read of a malformed one.
  */
 #include "postgres.h"
 

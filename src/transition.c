@@ -19,6 +19,11 @@
  *
  * Without from_states the allowed sources come from the state machine that
  * guard_transitions installed on the column.
+ *
+ * States compare by their text form as values of the column's type
+ * (shape_state_text): to_state and from_states are read by the type's input
+ * function first, so the direct read, the guarded UPDATE and the machine's trigger
+ * agree on boolean, char(n), numeric and every other type.
  */
 #include "postgres.h"
 

@@ -23,6 +23,12 @@
  * (row_values.c) and travel as typed parameters $1..$n, in column order, so the
  * statements are plain index lookups and inserts whose plans the statement cache
  * keeps per table and column set.
+ *
+ * A partitioned table's rows are routed by the executor, and RETURNING cannot read
+ * xmax there: the write is INSERT ... DO NOTHING, then the guarded UPDATE, then a
+ * read of why neither wrote (write_row_routed).  Under row-level security every read
+ * is a SELECT through the policies, and a conflict with a row they hide is an error,
+ * never "unchanged".
  */
 #include "postgres.h"
 
