@@ -43,7 +43,7 @@ SELECT inbox.upsert('docs', '{"id": 1, "body": "b"}');
 SELECT inbox.transition('docs', '{"id": 1}', 'state', ARRAY['DRAFT'], 'DRAFT');
 \echo :SQLSTATE
 RESET ROLE;
--- SELECT, INSERT and UPDATE, but not the owner: no state machines.
+-- SELECT, INSERT and UPDATE, but neither TRIGGER nor the owner: no state machines.
 GRANT SELECT ON docs TO regress_shape_none;
 SET ROLE regress_shape_none;
 SELECT inbox.upsert('docs', '{"id": 1, "body": "b"}');
@@ -51,6 +51,18 @@ SELECT inbox.transition('docs', '{"id": 1}', 'state', ARRAY['DRAFT'], 'DRAFT');
 SELECT inbox.guard_transitions('docs', 'state', '{"DRAFT": ["DONE"]}');
 \echo :SQLSTATE
 RESET ROLE;
+-- A machine is a trigger: TRIGGER installs one, as CREATE TRIGGER needs; replacing
+-- or removing one drops a trigger, which only the owner may.
+GRANT TRIGGER ON docs TO regress_shape_none;
+SET ROLE regress_shape_none;
+SELECT inbox.guard_transitions('docs', 'state', '{"DRAFT": ["DONE"]}') AS installed;
+SELECT inbox.guard_transitions('docs', 'state', '{"DRAFT": ["DONE", "GONE"]}');
+\echo :SQLSTATE
+SELECT inbox.unguard_transitions('docs', 'state');
+\echo :SQLSTATE
+RESET ROLE;
+SELECT state_column, edges FROM inbox.state_machines WHERE target = 'docs'::regclass;
+SELECT inbox.unguard_transitions('docs', 'state') AS owner_removed;
 REVOKE ALL ON docs FROM regress_shape_none;
 
 -- Column privileges: exactly the columns a call names.

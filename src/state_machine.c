@@ -20,9 +20,11 @@
  */
 #include "postgres.h"
 
+#include "access/genam.h"
 #include "access/htup_details.h"
 #include "access/table.h"
 #include "catalog/pg_trigger.h"
+#include "utils/fmgroids.h"
 #include "common/hashfn.h"
 #include "commands/trigger.h"
 #include "executor/spi.h"
@@ -249,6 +251,53 @@ spi_run(const char *sql)
 		elog(ERROR, "\"%s\" returned %s", sql, SPI_result_code_string(rc));
 }
 
+/*
+ * Is there, before any lock, a trigger that installing a machine on this column
+ * would drop or be refused by: one of the machine's name, or a machine for the
+ * column under another name?  Read from pg_trigger without locking the table; the
+ * answer only picks which rights to check first.
+ */
+static bool
+trigger_in_the_way(Oid relid, const char *column, const char *name, Oid nspid)
+{
+	Relation	triggers = table_open(TriggerRelationId, AccessShareLock);
+	ScanKeyData key;
+	SysScanDesc scan;
+	HeapTuple	tuple;
+	bool		found = false;
+
+	ScanKeyInit(&key, Anum_pg_trigger_tgrelid, BTEqualStrategyNumber, F_OIDEQ,
+				ObjectIdGetDatum(relid));
+	scan = systable_beginscan(triggers, TriggerRelidNameIndexId, true, NULL, 1, &key);
+	while (!found && HeapTupleIsValid(tuple = systable_getnext(scan)))
+	{
+		Form_pg_trigger form = (Form_pg_trigger) GETSTRUCT(tuple);
+		char	   *fname = get_func_name(form->tgfoid);
+
+		if (strcmp(NameStr(form->tgname), name) == 0)
+			found = true;
+		else if (fname != NULL && strcmp(fname, GUARD_FUNCTION) == 0 &&
+				 get_func_namespace(form->tgfoid) == nspid && form->tgnargs == 2)
+		{
+			bool		isnull;
+			Datum		args = heap_getattr(tuple, Anum_pg_trigger_tgargs,
+											RelationGetDescr(triggers), &isnull);
+
+			if (!isnull)
+			{
+				bytea	   *bytes = DatumGetByteaPP(args);
+
+				/* The first argument, up to its NUL, is the column. */
+				found = VARSIZE_ANY_EXHDR(bytes) > strlen(column) &&
+					memcmp(VARDATA_ANY(bytes), column, strlen(column) + 1) == 0;
+			}
+		}
+	}
+	systable_endscan(scan);
+	table_close(triggers, AccessShareLock);
+	return found;
+}
+
 /* A trigger of that name that is not ours is the user's: never replace it. */
 static void
 CheckNameFree(Relation rel, const char *name, Oid nspid)
@@ -268,29 +317,43 @@ Datum
 inbox_guard_transitions(PG_FUNCTION_ARGS)
 {
 	Oid			nspid = get_func_namespace(fcinfo->flinfo->fn_oid);
-	Relation	rel = shape_open(fcinfo, 0, ACL_NO_RIGHTS, true, ShareRowExclusiveLock, NULL);
+	Relation	rel;
 	char	   *column;
 	AttrNumber	attnum;
 	Jsonb	   *edges;
 	const Trigger *old;
 	char	   *name;
-	char	   *qualname = shape_qualname(rel);
+	char	   *qualname;
+	bool		replaces;
 
+	if (PG_ARGISNULL(0))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("target must not be null")));
 	if (PG_ARGISNULL(1))
 		ereport(ERROR,
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 				 errmsg("state_column must not be null")));
 	column = text_to_cstring(PG_GETARG_TEXT_PP(1));
+	name = guard_name(column);
+
+	/*
+	 * The rights of the DDL below, before its lock: replacing a machine drops a
+	 * trigger (the owner's right), installing one creates a trigger (TRIGGER).
+	 */
+	replaces = trigger_in_the_way(PG_GETARG_OID(0), column, name, nspid);
+	rel = shape_open(fcinfo, 0, replaces ? ACL_NO_RIGHTS : ACL_TRIGGER, replaces,
+					 ShareRowExclusiveLock, NULL);
+	qualname = shape_qualname(rel);
 	attnum = shape_column(rel, column);
 	edges = shape_jsonb_arg(fcinfo, 2, "edges", "{\"PENDING\": [\"PAID\"]}");
 	(void) machine_build(rel, attnum, edges);
 
-	name = guard_name(column);
 	CheckNameFree(rel, name, nspid);
 	old = find_machine(rel, column, nspid);
 
 	spi_connect();
-	/* Only the owner gets here (shape_open); the DDL checks the same again. */
+	/* The DDL checks the caller's rights again, now under the lock. */
 	if (old != NULL)
 		spi_run(psprintf("DROP TRIGGER %s ON %s", quote_identifier(old->tgname), qualname));
 	spi_run(psprintf("CREATE TRIGGER %s BEFORE UPDATE OF %s ON %s FOR EACH ROW "
