@@ -173,6 +173,19 @@ SELECT inbox.transition('re', '{"id": 1}', 's', ARRAY['X'], 'Y');
 \echo :SQLSTATE
 DROP TRIGGER re_alter ON re;
 
+-- A BEFORE INSERT trigger that skips the row: nothing is written, as by the INSERT
+-- itself, on a plain and on a partitioned table (whose partition has the trigger).
+CREATE TABLE skip (id int PRIMARY KEY, v text);
+CREATE FUNCTION skip_it() RETURNS trigger LANGUAGE plpgsql AS $$BEGIN RETURN NULL; END$$;
+CREATE TRIGGER skip_it BEFORE INSERT ON skip FOR EACH ROW EXECUTE FUNCTION skip_it();
+CREATE TABLE pskip (id int PRIMARY KEY, v text) PARTITION BY RANGE (id);
+CREATE TABLE pskip1 PARTITION OF pskip FOR VALUES FROM (0) TO (10);
+CREATE TRIGGER skip_it BEFORE INSERT ON pskip1 FOR EACH ROW EXECUTE FUNCTION skip_it();
+SELECT inbox.upsert('skip', '{"id": 1, "v": "a"}') AS plain, inbox.upsert('pskip', '{"id": 1, "v": "a"}') AS partitioned;
+SELECT (SELECT count(*) FROM skip) AS plain_rows, (SELECT count(*) FROM pskip) AS partitioned_rows;
+DROP TABLE skip, pskip;
+DROP FUNCTION skip_it();
+
 -- guard_trigger created by hand: every wrong argument is a clear error.
 CREATE TABLE hm (id int PRIMARY KEY, s text);
 INSERT INTO hm VALUES (1, 'A');

@@ -134,5 +134,19 @@ SELECT inbox.upsert('pdocs', '{"id": 1, "body": "guess"}');
 RESET ROLE;
 SELECT id, owner, body FROM pdocs ORDER BY id;
 
+-- A table named by OID is still in its schema: without USAGE on it, no answer.
+CREATE SCHEMA regress_hidden;
+CREATE TABLE regress_hidden.t (id int PRIMARY KEY, v text, state text);
+INSERT INTO regress_hidden.t VALUES (1, 'a', 'A');
+GRANT ALL ON regress_hidden.t TO regress_shape_none;
+SELECT 'regress_hidden.t'::regclass::oid AS hidden_oid \gset
+SET ROLE regress_shape_none;
+SELECT inbox.upsert(:hidden_oid::regclass, '{"id": 1, "v": "a"}');
+\echo :SQLSTATE
+SELECT inbox.transition(:hidden_oid::regclass, '{"id": 1}', 'state', ARRAY['A'], 'A');
+\echo :SQLSTATE
+RESET ROLE;
+DROP SCHEMA regress_hidden CASCADE;
+
 DROP TABLE docs, cols, pdocs;
 DROP ROLE regress_shape_none, regress_shape_alice, regress_shape_bob;

@@ -94,6 +94,17 @@ CheckTargetRights(Oid relid, const char *relname, AclMode rights, bool must_own)
 	return held;
 }
 
+/*
+ * A table named by OID is still in its schema: the generated statements name it
+ * there, which needs USAGE, so the direct read must not answer without it either.
+ */
+static void
+CheckSchemaUsage(Oid nspid)
+{
+	if (pg_namespace_aclcheck(nspid, GetUserId(), ACL_USAGE) != ACLCHECK_OK)
+		aclcheck_error(ACLCHECK_NO_PRIV, OBJECT_SCHEMA, get_namespace_name(nspid));
+}
+
 /* The relation, its kind and the caller's rights, from pg_class: no lock taken. */
 static AclMode
 CheckTarget(Oid relid, AclMode rights, bool must_own)
@@ -109,6 +120,7 @@ CheckTarget(Oid relid, AclMode rights, bool must_own)
 	ReleaseSysCache(tuple);
 
 	CheckTargetKind(relid, &form);
+	CheckSchemaUsage(form.relnamespace);
 	return CheckTargetRights(relid, NameStr(form.relname), rights, must_own);
 }
 

@@ -496,25 +496,22 @@ insert_new(UpsertPlan *plan, const ShapeStatements *sql)
  * unless another session deleted or changed the row in between; then go round
  * again, as ON CONFLICT itself does.
  */
-#define ROUTED_ATTEMPTS 100
+/*
+ * Rounds before giving the answer write_row gives when its statement wrote
+ * nothing: a row that is not there after an INSERT that did not insert was
+ * deleted meanwhile, or the INSERT was skipped by a BEFORE trigger returning NULL.
+ */
+#define ROUTED_ATTEMPTS 3
 
 static const char *
 write_row_routed(UpsertPlan *plan, const ShapeStatements *sql)
 {
-	for (int attempt = 0;; attempt++)
+	for (int attempt = 0; attempt < ROUTED_ATTEMPTS; attempt++)
 	{
 		StatementPlan *statement;
 		const char *outcome;
 
 		CHECK_FOR_INTERRUPTS();
-		if (attempt == ROUTED_ATTEMPTS)
-			ereport(ERROR,
-					(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
-					 errmsg("could not upsert into \"%s\": the row kept changing",
-							RelationGetRelationName(plan->rel)),
-					 errdetail("Other sessions inserted, changed or deleted the row with this key %d times in a row.",
-							   ROUTED_ATTEMPTS),
-					 errhint("Retry the transaction.")));
 		if (insert_new(plan, sql))
 			return "inserted";
 		outcome = update_existing(plan, sql);
@@ -534,6 +531,7 @@ write_row_routed(UpsertPlan *plan, const ShapeStatements *sql)
 		else if (plan->rls)
 			CheckConflictVisible(plan, sql);
 	}
+	return plan->version != InvalidAttrNumber ? "stale" : "unchanged";
 }
 
 static const char *
