@@ -140,6 +140,25 @@ CREATE UNIQUE INDEX rt_id ON rt (id);
 SELECT inbox.upsert('rt', '{"id": 1, "w": 6}', ARRAY['id']) AS by_unique_index;
 SELECT * FROM rt;
 
+-- A schema renamed between two calls, and another table given its old name: the
+-- statements kept for the table must not write into the newcomer.
+CREATE SCHEMA regress_victim;
+CREATE TABLE regress_victim.t (id int PRIMARY KEY, v text, s text);
+SELECT inbox.upsert('regress_victim.t', '{"id": 1, "v": "a", "s": "A"}') AS fresh,
+       inbox.transition('regress_victim.t', '{"id": 1}', 's', ARRAY['A'], 'B') AS moved;
+SELECT 'regress_victim.t'::regclass::oid AS victim_oid \gset
+ALTER SCHEMA regress_victim RENAME TO regress_moved;
+CREATE SCHEMA regress_victim;
+CREATE TABLE regress_victim.t (id int PRIMARY KEY, v text, s text);
+INSERT INTO regress_victim.t VALUES (1, 'decoy', 'B');
+SELECT inbox.upsert(:victim_oid::regclass, '{"id": 2, "v": "secret", "s": "A"}') AS fresh,
+       inbox.upsert(:victim_oid::regclass, '{"id": 1, "v": "b"}') AS change,
+       inbox.transition(:victim_oid::regclass, '{"id": 2}', 's', ARRAY['A'], 'C') AS moved;
+SELECT 'moved' AS schema, * FROM regress_moved.t
+UNION ALL SELECT 'decoy', * FROM regress_victim.t ORDER BY 1, 2;
+DROP SCHEMA regress_victim CASCADE;
+DROP SCHEMA regress_moved CASCADE;
+
 -- Triggers that call back into upsert and transition on the same table, and change
 -- the table's catalog entry, while the outer call runs.
 CREATE TABLE re (id int PRIMARY KEY, v text, s text);

@@ -6,7 +6,8 @@
  *
  * Building them costs catalog lookups and string formatting that a call would
  * otherwise pay every time.  A relcache invalidation of the table (any DDL on it
- * or its indexes, a rename) drops its entries; callers look up only once the table
+ * or its indexes, a rename) drops its entries, and any change to a schema or an
+ * operator drops them all (forget_all_shapes); callers look up only once the table
  * is locked, so what they find matches the table they hold.  Nothing in the cache
  * is ever in use: callers get a copy, because an invalidation can arrive at any
  * lock they take while they use it, and a trigger fired by their statements may
@@ -21,6 +22,7 @@
 #include "utils/inval.h"
 #include "utils/memutils.h"
 #include "utils/rel.h"
+#include "utils/syscache.h"
 
 #include "inbox.h"
 #include "table_shape.h"
@@ -62,6 +64,19 @@ forget_shapes(Datum arg, Oid relid)
 	}
 }
 
+/*
+ * The statements name the table's schema and the operators' schemas by name,
+ * which a relcache invalidation of the table does not cover: after ALTER SCHEMA
+ * RENAME (or an operator moved by ALTER OPERATOR ... SET SCHEMA) a kept
+ * statement would name whatever now has the old name, another table or another
+ * operator.  Any change to a schema or an operator drops every entry.
+ */
+static void
+forget_all_shapes(Datum arg, int cacheid, uint32 hashvalue)
+{
+	forget_shapes(arg, InvalidOid);
+}
+
 void
 shape_cache_init(void)
 {
@@ -73,6 +88,8 @@ shape_cache_init(void)
 	ShapeCache = hash_create("idempotent_inbox shapes", 32, &ctl,
 							 HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
 	CacheRegisterRelcacheCallback(forget_shapes, (Datum) 0);
+	CacheRegisterSyscacheCallback(NAMESPACEOID, forget_all_shapes, (Datum) 0);
+	CacheRegisterSyscacheCallback(OPEROID, forget_all_shapes, (Datum) 0);
 }
 
 static uint32
