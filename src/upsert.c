@@ -25,8 +25,9 @@
  * keeps per table and column set.
  *
  * A partitioned table's rows are routed by the executor, and RETURNING cannot read
- * xmax there: the write is INSERT ... DO NOTHING, then the guarded UPDATE, then a
- * read of why neither wrote (write_row_routed).  Under row-level security every read
+ * xmax there (nor can a caller with column privileges only): the write is
+ * INSERT ... DO NOTHING, then the guarded UPDATE, then a read of why neither wrote
+ * (write_row_routed).  Under row-level security every read
  * is a SELECT through the policies, and a conflict with a row they hide is an error,
  * never "unchanged".
  */
@@ -55,6 +56,7 @@ typedef struct UpsertPlan
 	char	   *qualname;		/* for INSERT */
 	char	   *target;			/* for SELECT and UPDATE: shape_target */
 	bool		rls;			/* row security applies to the caller */
+	bool		routed;			/* write with write_row_routed */
 	Bitmapset  *present;		/* columns named by new_row */
 	Bitmapset  *requested;		/* key columns as asked for, NULL: primary key */
 	Bitmapset  *keys;			/* columns of the arbiter index */
@@ -491,7 +493,8 @@ insert_new(UpsertPlan *plan, const ShapeStatements *sql)
 
 /*
  * write_row for a partitioned table, whose rows the executor routes to partitions
- * and where RETURNING cannot read xmax to tell an insert from an update: insert if
+ * and where RETURNING cannot read xmax to tell an insert from an update (nor may a
+ * caller with column privileges only read that system column): insert if
  * new, else update if different, else read why neither wrote.  Each step settles
  * unless another session deleted or changed the row in between; then go round
  * again, as ON CONFLICT itself does.
@@ -555,8 +558,7 @@ run_upsert(UpsertPlan *plan, const ShapeStatements *sql)
 			outcome = update_existing(plan, sql);
 		/* Missing, or changed meanwhile: the statement that settles every race. */
 		if (outcome == NULL)
-			outcome = plan->rel->rd_rel->relkind == RELKIND_PARTITIONED_TABLE ?
-				write_row_routed(plan, sql) : write_row(plan, sql);
+			outcome = plan->routed ? write_row_routed(plan, sql) : write_row(plan, sql);
 	}
 	SPI_finish();
 
@@ -605,6 +607,8 @@ upsert_common(FunctionCallInfo fcinfo, Relation rel, AclMode held, Jsonb *row, i
 	plan.version = PG_ARGISNULL(keyarg + 1) ? InvalidAttrNumber :
 		shape_column(rel, text_to_cstring(PG_GETARG_TEXT_PP(keyarg + 1)));
 	plan.rls = check_enable_rls(RelationGetRelid(rel), InvalidOid, true) == RLS_ENABLED;
+	/* RETURNING xmax needs a plain table and SELECT on all of it (a system column). */
+	plan.routed = rel->rd_rel->relkind != RELKIND_RELATION || !(held & ACL_SELECT);
 	shape_check_assignable(rel, plan.present, true);
 
 	sql = shape_cache_lookup(rel, SHAPE_UPSERT, plan.present, requested, plan.version);
