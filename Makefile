@@ -9,13 +9,16 @@
 EXTENSION = idempotent_inbox
 MODULE_big = idempotent_inbox
 OBJS = $(patsubst %.c,%.o,$(sort $(wildcard src/*.c)))
-DATA = $(sort $(wildcard idempotent_inbox--*.sql))
+# Install scripts, update scripts, and the per-version control files (0.1 lived in schema inbox).
+DATA = $(sort $(wildcard idempotent_inbox--*.sql)) $(wildcard idempotent_inbox--*.control)
 PGFILEDESC = "idempotent_inbox - exactly-once effects for at-least-once consumers"
 
 # In order: drop_extension must run last.
 REGRESS = inbox_admin claim claim_paths claim_many claim_apply claim_apply_args \
-	idempotency_keys retention streams \
-	upsert transition state_machine shape_targets shape_rights transition_states shape_hostile \
+	idempotency_keys retention streams inbox_shape privileges hostile_arguments \
+	upsert transition state_machine claim_apply_hostile dedup_trigger_resolution \
+	upgrade schema_capture shared_views trigger_arguments \
+	shape_targets shape_rights transition_states shape_hostile \
 	hostile_identifiers drop_extension
 REGRESS_OPTS = --load-extension=idempotent_inbox
 
@@ -39,7 +42,7 @@ all:
 	@exit 1
 endif
 
-.PHONY: demo test bench
+.PHONY: demo test bench valgrind
 
 demo:
 	@bash test/harness/demo
@@ -49,3 +52,6 @@ test:
 
 bench:
 	@bash test/harness/bench
+
+valgrind:
+	@bash test/harness/valgrind

@@ -91,7 +91,7 @@ SELECT inbox.create_inbox('bad_window', retention => '0 seconds');
 -- Purging and changing the window are for administrators: not granted to PUBLIC,
 -- and with EXECUTE granted, the table's own rights still apply.
 CREATE ROLE regress_inbox_consumer;
-GRANT SELECT, INSERT ON window_inbox TO regress_inbox_consumer;
+GRANT SELECT, INSERT, UPDATE ON window_inbox TO regress_inbox_consumer;
 SET ROLE regress_inbox_consumer;
 SELECT inbox.claim('window_inbox', 'consumer-1');
 SELECT inbox.purge('window_inbox');

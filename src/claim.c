@@ -116,6 +116,7 @@ claim_checked(InboxInfo *inbox, Datum message_id, bytea *fingerprint)
 	bool		probe_first = inbox->dup_rate >= DUP_PROBE_THRESHOLD &&
 		!IsolationUsesXactSnapshot();
 
+	registry_check_window_rights(inbox);
 	for (;;)
 	{
 		ClaimRow	row;
@@ -220,13 +221,15 @@ Datum
 inbox_claim(PG_FUNCTION_ARGS)
 {
 	const CallSignature *sig = call_signature(fcinfo);
-	InboxInfo  *inbox = registry_lookup(fcinfo, 0, RowExclusiveLock);
+	InboxInfo  *inbox = registry_lookup(fcinfo, 0, RowExclusiveLock, ACL_INSERT | ACL_SELECT);
 	Datum		id = message_id_from_arg(fcinfo, 1, sig->keytype, inbox);
 	bytea	   *fingerprint = fingerprint_arg(fcinfo, 2);
 	bool		claimed;
 
 	if (fingerprint == NULL)
 		PG_RETURN_BOOL(claim_one_connecting(inbox, id));
+	/* Comparing fingerprints reads the stored one, which a policy may hide. */
+	registry_forbid_row_security(fcinfo, inbox);
 
 	spi_connect();
 	claimed = claim_one(inbox, id, fingerprint);
@@ -246,12 +249,14 @@ Datum
 inbox_try_claim(PG_FUNCTION_ARGS)
 {
 	const CallSignature *sig = call_signature(fcinfo);
-	InboxInfo  *inbox = registry_lookup(fcinfo, 0, RowExclusiveLock);
+	InboxInfo  *inbox = registry_lookup(fcinfo, 0, RowExclusiveLock, ACL_INSERT | ACL_SELECT);
 	Datum		id = message_id_from_arg(fcinfo, 1, sig->keytype, inbox);
 	bool		columns = inbox->columns[COL_LEASE_UNTIL] != InvalidAttrNumber;
 	ClaimRow	row;
 	const char *status;
 
+	/* Its answer comes from the stored row, which a policy may hide. */
+	registry_forbid_row_security(fcinfo, inbox);
 	claim_row_read(inbox, id, columns, &row);
 	if (row.state == ROW_INSERTING ||
 		(row.state == ROW_PRESENT && claim_row_lease_live(&row, GetCurrentTimestamp())))
@@ -402,7 +407,7 @@ inbox_claim_many(PG_FUNCTION_ARGS)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	const CallSignature *sig = call_signature(fcinfo);
-	InboxInfo  *inbox = registry_lookup(fcinfo, 0, RowExclusiveLock);
+	InboxInfo  *inbox = registry_lookup(fcinfo, 0, RowExclusiveLock, ACL_INSERT | ACL_SELECT);
 	Datum	   *given;
 	Datum	   *keys;
 	int			nids;
@@ -433,6 +438,8 @@ inbox_claim_many(PG_FUNCTION_ARGS)
 		Datum		values[3] = {PointerGetDatum(batch),
 								 TimestampTzGetDatum(retention_cutoff(inbox, now)),
 								 TimestampTzGetDatum(now)};
+
+		registry_check_window_rights(inbox);
 
 		inbox_execute(inbox, SQL_CLAIM_MANY_WINDOW, values, NULL);
 	}

@@ -25,6 +25,7 @@
 #include "catalog/pg_type.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
+#include "utils/inval.h"
 #include "utils/lsyscache.h"
 
 #include "inbox.h"
@@ -142,15 +143,16 @@ statement_source(FunctionCallInfo fcinfo)
 }
 
 /*
- * Claim, and on a first delivery run the statement.  The statement stays pinned
- * throughout: triggers fired by the claim may run claim_apply and evict plans.
+ * Claim, and on a first delivery run the statement.  The statement arrives
+ * pinned from the cache and stays pinned throughout, and is unpinned here
+ * whatever happens: triggers fired by the claim or by the statement may run
+ * claim_apply and evict plans, never this one.
  */
 static bool
 claim_then_apply(InboxInfo *inbox, Datum id, StatementPlan *statement, StatementArgs *args)
 {
 	volatile bool claimed = false;
 
-	statement_pin(statement);
 	PG_TRY();
 	{
 		statement_convert_args(statement, args->values, args->nulls);
@@ -171,7 +173,7 @@ Datum
 inbox_claim_apply(PG_FUNCTION_ARGS)
 {
 	const CallSignature *sig = call_signature(fcinfo);
-	InboxInfo  *inbox = registry_lookup(fcinfo, 0, RowExclusiveLock);
+	InboxInfo  *inbox = registry_lookup(fcinfo, 0, RowExclusiveLock, ACL_INSERT | ACL_SELECT);
 	Datum		id = message_id_from_arg(fcinfo, 1, sig->keytype, inbox);
 	const char *source = statement_source(fcinfo);
 	StatementArgs args;
@@ -185,5 +187,11 @@ inbox_claim_apply(PG_FUNCTION_ARGS)
 	claimed = claim_then_apply(inbox, id, statement, &args);
 	SPI_finish();
 
+	/*
+	 * The statement, or another session meanwhile, may have dropped the
+	 * extension, outcome type included: take in the news before answering with
+	 * a value of that type (enum_label reports it, 55000).
+	 */
+	AcceptInvalidationMessages();
 	PG_RETURN_DATUM(enum_label(sig->rettype, claimed ? "applied" : "duplicate"));
 }

@@ -13,12 +13,10 @@
  * row and look again.  That is PostgreSQL's own speculative insertion protocol,
  * so the answers, the waits and the locks are those of the SQL statement.
  *
- * Only when nothing else could happen in the SQL statement: no triggers (foreign
- * keys are triggers), no row-level security, no CHECK constraints or generated
- * columns, no defaults but claimed_at's now(), no NOT NULL columns we do not
- * fill, a plain table, READ COMMITTED (snapshot isolation needs the executor's
- * visibility check), and a caller with INSERT and SELECT on the table.  Anything
- * else takes the SQL path, which raises the errors the user should see.
+ * Only when nothing else could happen in the SQL statement: the checklist at the
+ * head of direct_access.c, asked when the inbox is loaded (inbox_shape_direct_ok)
+ * and on every call (direct_access_allowed).  Anything else takes the SQL path,
+ * which raises the errors the user should see.
  */
 #include "postgres.h"
 
@@ -39,97 +37,6 @@
 
 #include "compat.h"
 #include "inbox.h"
-
-/* Is the default of attribute attnum exactly now()? */
-static bool
-default_is_now(Relation rel, AttrNumber attnum)
-{
-	Node	   *expr = build_column_default(rel, attnum);
-
-	return expr != NULL && IsA(expr, FuncExpr) &&
-		((FuncExpr *) expr)->funcid == F_NOW && ((FuncExpr *) expr)->args == NIL;
-}
-
-/*
- * Can claims of this inbox skip the executor?  Decided from the table's shape
- * when the cache entry is loaded, which happens again after any DDL on it.
- */
-bool
-claim_direct_shape_ok(Relation rel, AttrNumber claimed_at)
-{
-	TupleDesc	desc = RelationGetDescr(rel);
-	TupleConstr *constr = desc->constr;
-
-#ifdef COMPAT_NO_DIRECT_CLAIM
-	return false;
-#endif
-	if (rel->rd_rel->relkind != RELKIND_RELATION || rel->trigdesc != NULL ||
-		rel->rd_rel->relrowsecurity || claimed_at == InvalidAttrNumber)
-		return false;
-	if (constr != NULL && (constr->num_check > 0 || constr->has_generated_stored))
-		return false;
-
-	for (int i = 0; i < desc->natts; i++)
-	{
-		Form_pg_attribute att = TupleDescAttr(desc, i);
-		bool		is_key = strcmp(NameStr(att->attname), "message_id") == 0;
-
-		if (att->attisdropped || is_key)
-			continue;
-		if (att->attnum == claimed_at)
-		{
-			if (!att->atthasdef || !default_is_now(rel, att->attnum))
-				return false;
-		}
-		else if (att->atthasdef || att->attnotnull || att->attidentity || att->attgenerated)
-			return false;
-	}
-	return true;
-}
-
-/* The per-call conditions: the caller's rights, RLS as it applies now, isolation. */
-static bool
-claim_direct_allowed(InboxInfo *inbox)
-{
-	Oid			user = GetUserId();
-
-	/* A read-only transaction or a parallel worker gets its error from the SQL path. */
-	return inbox->direct_shape &&
-		!IsolationUsesXactSnapshot() && !XactReadOnly && !IsInParallelMode() &&
-		pg_class_aclcheck(inbox->relid, user, ACL_INSERT) == ACLCHECK_OK &&
-		pg_class_aclcheck(inbox->relid, user, ACL_SELECT) == ACLCHECK_OK &&
-		check_enable_rls(inbox->relid, InvalidOid, true) != RLS_ENABLED;
-}
-
-/*
- * One speculative insertion of the row in slot, with arbiter as the only index
- * whose conflicts are not errors.  True if it went in; false if a concurrent
- * insertion of the same key won, and the caller must look again.  The caller
- * has locked rel.
- */
-bool
-speculative_insert(Relation rel, Oid arbiter, TupleTableSlot *slot)
-{
-	EState	   *estate = CreateExecutorState();
-	ResultRelInfo *rri = makeNode(ResultRelInfo);
-	TransactionId xid = GetCurrentTransactionId();
-	List	   *arbiters = list_make1_oid(arbiter);
-	bool		conflict = false;
-	uint32		token;
-
-	InitResultRelInfo(rri, rel, 1, NULL, 0);
-	ExecOpenIndices(rri, true);
-
-	token = SpeculativeInsertionLockAcquire(xid);
-	table_tuple_insert_speculative(rel, slot, GetCurrentCommandId(true), 0, NULL, token);
-	compat_insert_index_tuples(rri, slot, estate, &conflict, arbiters);
-	table_tuple_complete_speculative(rel, slot, token, !conflict);
-	SpeculativeInsertionLockRelease(xid);
-
-	ExecCloseIndices(rri);
-	FreeExecutorState(estate);
-	return !conflict;
-}
 
 static bool
 insert_speculatively(InboxInfo *inbox, Datum message_id)
@@ -161,7 +68,7 @@ insert_speculatively(InboxInfo *inbox, Datum message_id)
 ClaimDirectResult
 claim_direct(InboxInfo *inbox, Datum message_id)
 {
-	if (!claim_direct_allowed(inbox))
+	if (!inbox->direct_shape || !direct_access_allowed(inbox->relid, ACL_INSERT | ACL_SELECT))
 		return CLAIM_DIRECT_UNAVAILABLE;
 
 	for (;;)

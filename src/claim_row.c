@@ -26,77 +26,41 @@
 #include "compat.h"
 #include "inbox.h"
 
-static void
-copy_columns(const InboxInfo *inbox, TupleTableSlot *slot, ClaimRow *row)
+/* Column c of the row in slot; false (and nothing read) if the inbox lacks it. */
+static bool
+column_value(const InboxInfo *inbox, TupleTableSlot *slot, InboxColumn c, Datum *value)
 {
 	bool		isnull;
-	Datum		value;
 
-	value = slot_getattr(slot, inbox->columns[COL_CLAIMED_AT], &isnull);
-	row->claimed_at = isnull ? DT_NOBEGIN : DatumGetTimestampTz(value);
-
-	if (inbox->columns[COL_FINGERPRINT] == InvalidAttrNumber)
-		return;					/* an inbox without lease columns: a plain claim */
-
-	value = slot_getattr(slot, inbox->columns[COL_FINGERPRINT], &isnull);
-	row->fingerprint = isnull ? NULL : DatumGetByteaPCopy(value);
-	value = slot_getattr(slot, inbox->columns[COL_RESULT], &isnull);
-	row->result = isnull ? NULL : DatumGetJsonbPCopy(value);
-	value = slot_getattr(slot, inbox->columns[COL_TOKEN], &isnull);
-	row->has_token = !isnull;
-	row->token = isnull ? 0 : DatumGetInt64(value);
-	value = slot_getattr(slot, inbox->columns[COL_LEASE_UNTIL], &isnull);
-	row->leased = !isnull;
-	row->lease_until = isnull ? 0 : DatumGetTimestampTz(value);
-	value = slot_getattr(slot, inbox->columns[COL_HOLDER_PID], &isnull);
-	row->holder_pid = isnull ? 0 : DatumGetInt32(value);
-	value = slot_getattr(slot, inbox->columns[COL_HOLDER_STARTED], &isnull);
-	row->holder_started = isnull ? 0 : DatumGetTimestampTz(value);
+	if (inbox->columns[c] == InvalidAttrNumber)
+		return false;
+	*value = slot_getattr(slot, inbox->columns[c], &isnull);
+	return !isnull;
 }
 
 /*
- * Look a key up with a dirty snapshot, which sees committed rows and rows of
- * transactions still open, reporting such a transaction in xmin (inserting) or
- * xmax (deleting or updating).  An update shows both versions; the old one, with
- * xmax set, makes the row ROW_CHANGING, which callers wait out, where a fresh
- * insert (ROW_INSERTING) is a claim in progress.  on_present, when given, is
- * called with each version seen while the row counts as present, to read its
- * columns.  Shared by claims and stream positions.
+ * Each column is read only if the inbox has it (lease columns may be missing);
+ * inbox_shape.c has checked that those present have their types.
  */
-RowState
-dirty_lookup(Relation heap, Relation index, ScanKey keys, int nkeys,
-			 TransactionId *xid, ItemPointer tid,
-			 void (*on_present) (TupleTableSlot *slot, void *arg), void *arg)
+static void
+copy_columns(const InboxInfo *inbox, TupleTableSlot *slot, ClaimRow *row)
 {
-	SnapshotData dirty;
-	IndexScanDesc scan;
-	TupleTableSlot *slot = table_slot_create(heap, NULL);
-	RowState	state = ROW_ABSENT;
+	Datum		value;
 
-	InitDirtySnapshot(dirty);
-	scan = index_beginscan(heap, index, &dirty, nkeys, 0);
-	index_rescan(scan, keys, nkeys, NULL, 0);
-	while (state != ROW_CHANGING && index_getnext_slot(scan, ForwardScanDirection, slot))
-	{
-		if (TransactionIdIsValid(dirty.xmax))
-		{
-			state = ROW_CHANGING;
-			*xid = dirty.xmax;
-		}
-		else if (TransactionIdIsValid(dirty.xmin))
-		{
-			state = ROW_INSERTING;
-			*xid = dirty.xmin;
-		}
-		else if (state == ROW_ABSENT)
-			state = ROW_PRESENT;
-		*tid = slot->tts_tid;
-		if (state == ROW_PRESENT && on_present != NULL)
-			on_present(slot, arg);
-	}
-	index_endscan(scan);
-	ExecDropSingleTupleTableSlot(slot);
-	return state;
+	row->claimed_at = column_value(inbox, slot, COL_CLAIMED_AT, &value) ?
+		DatumGetTimestampTz(value) : DT_NOBEGIN;
+	row->fingerprint = column_value(inbox, slot, COL_FINGERPRINT, &value) ?
+		DatumGetByteaPCopy(value) : NULL;
+	row->result = column_value(inbox, slot, COL_RESULT, &value) ?
+		DatumGetJsonbPCopy(value) : NULL;
+	row->has_token = column_value(inbox, slot, COL_TOKEN, &value);
+	row->token = row->has_token ? DatumGetInt64(value) : 0;
+	row->leased = column_value(inbox, slot, COL_LEASE_UNTIL, &value);
+	row->lease_until = row->leased ? DatumGetTimestampTz(value) : 0;
+	row->holder_pid = column_value(inbox, slot, COL_HOLDER_PID, &value) ?
+		DatumGetInt32(value) : 0;
+	row->holder_started = column_value(inbox, slot, COL_HOLDER_STARTED, &value) ?
+		DatumGetTimestampTz(value) : 0;
 }
 
 typedef struct ColumnsArg
@@ -128,7 +92,7 @@ claim_row_read(InboxInfo *inbox, Datum message_id, bool columns, ClaimRow *row)
 	memset(row, 0, sizeof(ClaimRow));
 	ScanKeyInit(&key, 1, BTEqualStrategyNumber, inbox->key_eq, message_id);
 	key.sk_collation = index->rd_indcollation[0];
-	row->state = dirty_lookup(heap, index, &key, 1, &row->xid, &row->tid,
+	row->state = dirty_lookup(heap, index, &key, 1, &row->wait, &row->tid,
 							  columns ? copy_present_columns : NULL, &arg);
 
 	index_close(index, AccessShareLock);
@@ -142,7 +106,7 @@ claim_row_wait(InboxInfo *inbox, const ClaimRow *row)
 	Relation	heap = table_open(inbox->relid, NoLock);
 	ItemPointerData tid = row->tid;
 
-	XactLockTableWait(row->xid, heap, &tid, XLTW_None);
+	direct_access_wait(heap, &row->wait, &tid);
 	table_close(heap, NoLock);
 }
 
@@ -154,9 +118,28 @@ claim_row_wait(InboxInfo *inbox, const ClaimRow *row)
 TimestampTz
 retention_cutoff(const InboxInfo *inbox, TimestampTz now)
 {
+	/* A window set before it was bounded: nothing can be that old. */
+	if (!retention_within_bounds(&inbox->retention))
+		return DT_NOBEGIN;
 	return DatumGetTimestampTz(DirectFunctionCall2(timestamptz_mi_interval,
 												   TimestampTzGetDatum(now),
 												   IntervalPGetDatum(&inbox->retention)));
+}
+
+/*
+ * A window longer than this could not be subtracted from now without leaving
+ * the range of timestamps; NULL is the way to keep claims forever.
+ */
+bool
+retention_within_bounds(const Interval *retention)
+{
+	Interval	longest;
+
+	memset(&longest, 0, sizeof(longest));
+	longest.month = MAX_RETENTION_YEARS * MONTHS_PER_YEAR;
+	return DatumGetBool(DirectFunctionCall2(interval_le,
+											IntervalPGetDatum(retention),
+											IntervalPGetDatum(&longest)));
 }
 
 /*

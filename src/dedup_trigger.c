@@ -14,15 +14,34 @@
  * The arguments are checked at the first row, when the trigger fires; a mistake
  * there fails that INSERT with a message naming the trigger, never silently
  * passing rows through.
+ *
+ * The inbox is resolved relative to the trigger, never to the inserter's
+ * search_path (which a session may point at a decoy inbox of its own): a
+ * qualified name names its schema, an unqualified one is looked up in the schema
+ * of the trigger's table only (for a partition, of the partitioned table the
+ * trigger was created on).  The OID found is remembered per trigger OID and
+ * forgotten on any relcache invalidation of the trigger's table (its triggers
+ * changed) or of the inbox (dropped, renamed, moved), so a replaced inbox is
+ * found again by name.
  */
 #include "postgres.h"
 
+#include "access/genam.h"
 #include "access/htup_details.h"
+#include "access/table.h"
 #include "catalog/namespace.h"
+#include "catalog/pg_trigger.h"
 #include "catalog/pg_type.h"
 #include "commands/trigger.h"
+#include "miscadmin.h"
+#include "storage/lmgr.h"
+#include "utils/acl.h"
 #include "utils/builtins.h"
+#include "utils/fmgroids.h"
+#include "utils/hsearch.h"
+#include "utils/inval.h"
 #include "utils/lsyscache.h"
+#include "utils/memutils.h"
 #include "utils/rel.h"
 #include "utils/varlena.h"
 
@@ -35,6 +54,7 @@ typedef struct DedupTarget
 	AttrNumber	attnum;
 	Oid			idtype;			/* the type the id is handed to claim as */
 	bool		widen;			/* an int2 or int4 column for a bigint inbox */
+	bool		from_int2;		/* widen from int2 (the base type, for domains) */
 } DedupTarget;
 
 static void
@@ -55,17 +75,174 @@ check_firing(FunctionCallInfo fcinfo)
 				 errhint("Create it as ... EXECUTE FUNCTION inbox.dedup_trigger('my_inbox', 'id').")));
 }
 
-static Oid
-resolve_inbox(const char *trigger, const char *name)
+/* The inbox each trigger names, by trigger OID. */
+typedef struct DedupInbox
 {
-	List	   *names = textToQualifiedNameList(cstring_to_text(name));
-	Oid			relid = RangeVarGetRelid(makeRangeVarFromNameList(names), NoLock, true);
+	Oid			tgoid;			/* hash key */
+	Oid			table;			/* the trigger's table */
+	Oid			inbox;
+} DedupInbox;
+
+static HTAB *DedupInboxes = NULL;
+
+static void
+dedup_inboxes_invalidate(Datum arg, Oid relid)
+{
+	HASH_SEQ_STATUS status;
+	DedupInbox *entry;
+
+	if (DedupInboxes == NULL)
+		return;
+	hash_seq_init(&status, DedupInboxes);
+	while ((entry = hash_seq_search(&status)) != NULL)
+		if (!OidIsValid(relid) || entry->table == relid || entry->inbox == relid)
+			hash_search(DedupInboxes, &entry->tgoid, HASH_REMOVE, NULL);
+}
+
+static void
+dedup_inboxes_init(void)
+{
+	HASHCTL		ctl;
+
+	ctl.keysize = sizeof(Oid);
+	ctl.entrysize = sizeof(DedupInbox);
+	ctl.hcxt = CacheMemoryContext;
+	DedupInboxes = hash_create("idempotent_inbox dedup triggers", 16, &ctl,
+							   HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+	CacheRegisterRelcacheCallback(dedup_inboxes_invalidate, (Datum) 0);
+}
+
+/*
+ * The table the trigger was created on.  A trigger on a partitioned table is
+ * cloned onto each partition, which may live in another schema: its name
+ * arguments were written relative to the partitioned table, found by following
+ * tgparentid up to the trigger the user created.
+ */
+static Oid
+trigger_defining_table(TriggerData *data)
+{
+	Oid			table = RelationGetRelid(data->tg_relation);
+	Oid			tgoid = data->tg_trigger->tgoid;
+	bool		clone = data->tg_trigger->tgisclone;
+	Relation	triggers;
+
+	if (!clone)
+		return table;
+
+	triggers = table_open(TriggerRelationId, AccessShareLock);
+	while (clone)
+	{
+		ScanKeyData key;
+		SysScanDesc scan;
+		HeapTuple	tuple;
+		Form_pg_trigger form;
+
+		ScanKeyInit(&key, Anum_pg_trigger_oid, BTEqualStrategyNumber, F_OIDEQ,
+					ObjectIdGetDatum(tgoid));
+		scan = systable_beginscan(triggers, TriggerOidIndexId, true, NULL, 1, &key);
+		tuple = systable_getnext(scan);
+		if (!HeapTupleIsValid(tuple))
+		{
+			systable_endscan(scan);
+			break;
+		}
+		form = (Form_pg_trigger) GETSTRUCT(tuple);
+		table = form->tgrelid;
+		tgoid = form->tgparentid;
+		clone = OidIsValid(tgoid);
+		systable_endscan(scan);
+	}
+	table_close(triggers, AccessShareLock);
+	return table;
+}
+
+/*
+ * The inbox named by the trigger's first argument: in the schema the name gives,
+ * or else in the schema of the table the trigger was created on; never by
+ * search_path.
+ */
+static Oid
+resolve_inbox(TriggerData *data, const char *name)
+{
+	const char *trigger = data->tg_trigger->tgname;
+	RangeVar   *rv = makeRangeVarFromNameList(textToQualifiedNameList(cstring_to_text(name)));
+	Oid			table = trigger_defining_table(data);
+	Oid			relid;
+
+	if (rv->catalogname != NULL || rv->schemaname != NULL)
+		relid = RangeVarGetRelid(rv, NoLock, true);
+	else
+		relid = get_relname_relid(rv->relname, get_rel_namespace(table));
 
 	if (!OidIsValid(relid))
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_TABLE),
-				 errmsg("inbox \"%s\" named by trigger \"%s\" does not exist", name, trigger)));
+				 errmsg("inbox \"%s\" named by trigger \"%s\" does not exist", name, trigger),
+				 rv->schemaname == NULL ?
+				 errdetail("An unqualified inbox name is looked up in the schema of table \"%s\", \"%s\", not on the search_path.",
+						   get_rel_name(table), get_namespace_name(get_rel_namespace(table))) : 0,
+				 errhint("Name the inbox with its schema, as in inbox.dedup_trigger('my_schema.my_inbox', 'id').")));
 	return relid;
+}
+
+/* The inbox OID of this trigger, resolved once and remembered. */
+static Oid
+trigger_inbox(TriggerData *data)
+{
+	Oid			tgoid = data->tg_trigger->tgoid;
+	DedupInbox *entry;
+	Oid			relid;
+	bool		found;
+
+	if (DedupInboxes == NULL)
+		dedup_inboxes_init();
+	entry = hash_search(DedupInboxes, &tgoid, HASH_FIND, NULL);
+	if (entry != NULL)
+		return entry->inbox;
+
+	relid = resolve_inbox(data, data->tg_trigger->tgargs[0]);
+	entry = hash_search(DedupInboxes, &tgoid, HASH_ENTER, &found);
+	entry->table = RelationGetRelid(data->tg_relation);
+	entry->inbox = relid;
+	return relid;
+}
+
+/* Claims need INSERT and SELECT on the inbox: checked before it is locked. */
+static void
+CheckInboxRights(TriggerData *data, Oid relid)
+{
+	bool		missing = false;
+	bool		allowed;
+
+	/* A table dropped meanwhile is found out, and reported, after locking. */
+	allowed = pg_class_aclcheck_ext(relid, GetUserId(), ACL_INSERT, &missing) == ACLCHECK_OK &&
+		pg_class_aclcheck_ext(relid, GetUserId(), ACL_SELECT, &missing) == ACLCHECK_OK;
+	if (!allowed && !missing)
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("permission denied for inbox \"%s\" named by trigger \"%s\"",
+						get_rel_name(relid), data->tg_trigger->tgname),
+				 errdetail("Rows loaded through dedup_trigger are claimed with the rights of the inserting role, which needs INSERT and SELECT on the inbox.")));
+}
+
+/*
+ * The trigger's inbox, locked.  Rights first; then, as RangeVarGetRelidExtended
+ * does, resolve again after locking in case the inbox was dropped or replaced
+ * meanwhile (the lock delivers the invalidation that forgets the old OID).
+ */
+static Oid
+lock_trigger_inbox(TriggerData *data)
+{
+	for (;;)
+	{
+		Oid			relid = trigger_inbox(data);
+
+		CheckInboxRights(data, relid);
+		LockRelationOid(relid, RowExclusiveLock);
+		if (trigger_inbox(data) == relid)
+			return relid;
+		UnlockRelationOid(relid, RowExclusiveLock);
+	}
 }
 
 /* The id column: a user column whose values are keys of the inbox. */
@@ -87,6 +264,7 @@ resolve_column(DedupTarget *target, TriggerData *data, const InboxInfo *inbox,
 
 	target->attnum = attnum;
 	target->widen = false;
+	target->from_int2 = false;
 	if (coltype == inbox->keytype || coltype == TEXTOID)
 		target->idtype = coltype;
 	else if (coltype == VARCHAROID || coltype == BPCHAROID)
@@ -95,6 +273,7 @@ resolve_column(DedupTarget *target, TriggerData *data, const InboxInfo *inbox,
 	{
 		target->idtype = INT8OID;
 		target->widen = true;
+		target->from_int2 = coltype == INT2OID;
 	}
 	else
 		ereport(ERROR,
@@ -117,8 +296,8 @@ dedup_target(FunctionCallInfo fcinfo)
 
 	check_firing(fcinfo);
 	args = data->tg_trigger->tgargs;
-	inbox = registry_lookup_relid(fcinfo, resolve_inbox(data->tg_trigger->tgname, args[0]),
-								  RowExclusiveLock);
+	inbox = registry_lookup_relid(fcinfo, lock_trigger_inbox(data), RowExclusiveLock,
+								  ACL_INSERT | ACL_SELECT);
 
 	target = MemoryContextAlloc(fcinfo->flinfo->fn_mcxt, sizeof(DedupTarget));
 	target->inbox = inbox->relid;
@@ -134,7 +313,8 @@ inbox_dedup_trigger(PG_FUNCTION_ARGS)
 	DedupTarget *target = dedup_target(fcinfo);
 	TriggerData *data = (TriggerData *) fcinfo->context;
 	HeapTuple	row = data->tg_trigtuple;
-	InboxInfo  *inbox = registry_lookup_relid(fcinfo, target->inbox, RowExclusiveLock);
+	InboxInfo  *inbox = registry_lookup_relid(fcinfo, target->inbox, RowExclusiveLock,
+											   ACL_INSERT | ACL_SELECT);
 	bool		isnull;
 	Datum		value = heap_getattr(row, target->attnum, RelationGetDescr(data->tg_relation),
 									 &isnull);
@@ -150,9 +330,8 @@ inbox_dedup_trigger(PG_FUNCTION_ARGS)
 												 target->attnum - 1)->attname),
 						   RelationGetRelationName(data->tg_relation))));
 	if (target->widen)
-		value = Int64GetDatum(TupleDescAttr(RelationGetDescr(data->tg_relation),
-											target->attnum - 1)->atttypid == INT2OID ?
-							  (int64) DatumGetInt16(value) : (int64) DatumGetInt32(value));
+		value = Int64GetDatum(target->from_int2 ? (int64) DatumGetInt16(value) :
+							  (int64) DatumGetInt32(value));
 	else if (target->idtype == TEXTOID)
 		value = PointerGetDatum(PG_DETOAST_DATUM_PACKED(value));
 	id = message_id_from_element(value, false, target->idtype, inbox, 0);

@@ -16,6 +16,7 @@ PG_MODULE_MAGIC;
 void
 _PG_init(void)
 {
+	retired_init();
 	registry_init();
 	statement_cache_init();
 	row_values_init();

@@ -18,6 +18,7 @@
 #include "fmgr.h"
 #include "storage/itemptr.h"
 #include "storage/lockdefs.h"
+#include "nodes/parsenodes.h"
 #include "utils/array.h"
 #include "utils/jsonb.h"
 #include "utils/relcache.h"
@@ -29,6 +30,9 @@
  */
 #define ERRCODE_IDEMPOTENCY_KEY_REUSED	MAKE_SQLSTATE('2','2','I','0','1')
 #define ERRCODE_STALE_LEASE_TOKEN		MAKE_SQLSTATE('5','5','I','0','1')
+
+/* Longest retention window; longer ones would leave the range of timestamps. */
+#define MAX_RETENTION_YEARS 1000
 
 /* Longest message id we accept, in bytes; keeps claims well inside an index tuple. */
 #define INBOX_MAX_ID_BYTES 1024
@@ -100,7 +104,9 @@ typedef struct InboxInfo
 	Oid			keytype;		/* TEXTOID, UUIDOID or INT8OID */
 	Oid			pkindex;		/* the message_id primary key index */
 	RegProcedure key_eq;		/* equality proc of that index, for probes */
-	char	   *qualname;		/* quoted, schema-qualified table name */
+	char	   *qualname;		/* quoted, schema-qualified table name, in cxt */
+	MemoryContext cxt;			/* what a load allocates, freed with the entry's
+								 * plans only once no call can be using them */
 	AttrNumber	key_attnum;		/* message_id */
 	bool		direct_shape;	/* claims may skip the executor (claim_direct.c) */
 	bool		has_retention;	/* claims older than retention count as absent */
@@ -110,6 +116,17 @@ typedef struct InboxInfo
 	InboxCounters *counters;	/* looked up once per load; NULL if not preloaded */
 	int			dup_rate;		/* recent share of duplicates, see claim_one */
 } InboxInfo;
+
+/*
+ * Who to wait for before looking at a row again (direct_access.c): the
+ * transaction inserting or changing it, and for a speculative insertion its
+ * token, which is released as soon as that insertion is confirmed or killed.
+ */
+typedef struct DirtyWait
+{
+	TransactionId xid;
+	uint32		spec_token;
+} DirtyWait;
 
 /*
  * One claim as a dirty snapshot sees it (claim_row.c).  Another transaction may be
@@ -127,7 +144,7 @@ typedef enum RowState
 typedef struct ClaimRow
 {
 	RowState	state;
-	TransactionId xid;
+	DirtyWait	wait;
 	ItemPointerData tid;
 	/* The columns below are read only when asked for, and only when present. */
 	TimestampTz claimed_at;
@@ -169,12 +186,24 @@ extern void _PG_init(void);
 
 /* registry.c */
 extern void registry_init(void);
-extern InboxInfo *registry_lookup(FunctionCallInfo fcinfo, int argno, LOCKMODE lockmode);
-extern InboxInfo *registry_lookup_relid(FunctionCallInfo fcinfo, Oid relid, LOCKMODE lockmode);
+extern InboxInfo *registry_lookup(FunctionCallInfo fcinfo, int argno, LOCKMODE lockmode,
+								  AclMode rights);
+extern InboxInfo *registry_lookup_relid(FunctionCallInfo fcinfo, Oid relid, LOCKMODE lockmode,
+										AclMode rights);
+extern InboxInfo *registry_lookup_if_intact(FunctionCallInfo fcinfo, int argno, LOCKMODE lockmode);
+extern void registry_check_window_rights(const InboxInfo *inbox);
+extern void registry_forbid_row_security(FunctionCallInfo fcinfo, const InboxInfo *inbox);
+extern Oid	registry_extension_namespace(FunctionCallInfo fcinfo);
+extern Oid	registry_extension_relation(FunctionCallInfo fcinfo, const char *relname);
 extern void registry_check_owner(FunctionCallInfo fcinfo, int argno);
 extern void registry_check_retention(Interval *retention);
 extern void registry_update_retention(FunctionCallInfo fcinfo, Oid relid, Datum retention,
 									  bool retention_null);
+
+/* retired.c */
+extern void retired_init(void);
+extern void retire_plan(SPIPlanPtr plan);
+extern void retire_context(MemoryContext cxt);
 
 /* purge_worker.c */
 extern void purge_worker_init(void);
@@ -204,6 +233,21 @@ extern void spi_execute_expect(SPIPlanPtr plan, Datum *values, const char *nulls
 extern bool claim_one(InboxInfo *inbox, Datum message_id, bytea *fingerprint);
 extern bool claim_one_connecting(InboxInfo *inbox, Datum message_id);
 
+/* direct_access.c */
+extern bool direct_access_possible(Relation rel, const AttrNumber *filled, int nfilled);
+extern bool direct_access_allowed(Oid relid, AclMode rights);
+extern RowState dirty_lookup(Relation heap, Relation index, struct ScanKeyData *keys, int nkeys,
+							 DirtyWait *wait, ItemPointer tid,
+							 void (*on_present) (struct TupleTableSlot *slot, void *arg),
+							 void *arg);
+extern void direct_access_wait(Relation heap, const DirtyWait *wait, ItemPointer tid);
+extern bool speculative_insert(Relation rel, Oid arbiter, struct TupleTableSlot *slot);
+
+/* inbox_shape.c */
+extern char *inbox_shape_problem(Relation rel, InboxInfo *inbox);
+extern void inbox_shape_error(Relation rel, const char *problem) pg_attribute_noreturn();
+extern bool inbox_shape_direct_ok(Relation rel, const InboxInfo *inbox);
+
 /* claim_direct.c */
 typedef enum ClaimDirectResult
 {
@@ -212,20 +256,15 @@ typedef enum ClaimDirectResult
 	CLAIM_DIRECT_DUPLICATE
 } ClaimDirectResult;
 
-extern bool claim_direct_shape_ok(Relation rel, AttrNumber claimed_at);
-extern bool speculative_insert(Relation rel, Oid arbiter, struct TupleTableSlot *slot);
 extern ClaimDirectResult claim_direct(InboxInfo *inbox, Datum message_id);
 
 /* claim_row.c */
-extern RowState dirty_lookup(Relation heap, Relation index, struct ScanKeyData *keys, int nkeys,
-							 TransactionId *xid, ItemPointer tid,
-							 void (*on_present) (struct TupleTableSlot *slot, void *arg),
-							 void *arg);
 extern void claim_row_read(InboxInfo *inbox, Datum message_id, bool columns, ClaimRow *row);
 extern void claim_row_wait(InboxInfo *inbox, const ClaimRow *row);
 extern bool claim_row_expired(const InboxInfo *inbox, const ClaimRow *row, TimestampTz now);
 extern bool claim_row_lease_live(const ClaimRow *row, TimestampTz now);
 extern TimestampTz retention_cutoff(const InboxInfo *inbox, TimestampTz now);
+extern bool retention_within_bounds(const Interval *retention);
 
 /* fingerprint.c */
 extern bytea *fingerprint_arg(FunctionCallInfo fcinfo, int argno);
@@ -234,7 +273,6 @@ extern void fingerprint_check(InboxInfo *inbox, Datum message_id, const ClaimRow
 
 /* inbox_sql.c */
 extern SPIPlanPtr inbox_plan(InboxInfo *inbox, InboxStatement which);
-extern void inbox_plans_free(InboxInfo *inbox);
 extern int	inbox_execute(InboxInfo *inbox, InboxStatement which, Datum *values, const char *nulls);
 extern void inbox_require_column(const InboxInfo *inbox, InboxColumn column);
 
@@ -265,5 +303,11 @@ extern void statement_convert_args(StatementPlan *entry, Datum *values, const ch
 extern void statement_execute(StatementPlan *entry, Datum *values, const char *nulls);
 extern void statement_pin(StatementPlan *entry);
 extern void statement_unpin(StatementPlan *entry);
+
+/* signature.c (misc, issue 9) */
+extern void report_extension_dropped(void) pg_attribute_noreturn();
+
+/* spi_util.c (misc, issue 9) */
+extern void spi_report_error(int rc, const char *what) pg_attribute_noreturn();
 
 #endif							/* INBOX_H */

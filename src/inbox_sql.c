@@ -177,13 +177,6 @@ inbox_plan(InboxInfo *inbox, InboxStatement which)
 	return inbox->plans[which];
 }
 
-void
-inbox_plans_free(InboxInfo *inbox)
-{
-	for (int i = 0; i < SQL_NUM_STATEMENTS; i++)
-		spi_free_plan(&inbox->plans[i]);
-}
-
 /* Run one of the statements; SPI must be connected.  Returns the rows it touched. */
 int
 inbox_execute(InboxInfo *inbox, InboxStatement which, Datum *values, const char *nulls)

@@ -53,11 +53,8 @@ typedef struct LeaseRequest
 static int64
 next_token(FunctionCallInfo fcinfo)
 {
-	Oid			nspid = get_func_namespace(fcinfo->flinfo->fn_oid);
-	Oid			seqid = get_relname_relid("lease_tokens", nspid);
+	Oid			seqid = registry_extension_relation(fcinfo, "lease_tokens");
 
-	if (!OidIsValid(seqid))
-		elog(ERROR, "sequence of lease tokens is missing");
 	/* Callers need no rights on the sequence: tokens are ours to hand out. */
 	return nextval_internal(seqid, false);
 }
@@ -224,12 +221,15 @@ Datum
 inbox_acquire(PG_FUNCTION_ARGS)
 {
 	const CallSignature *sig = call_signature(fcinfo);
-	InboxInfo  *inbox = registry_lookup(fcinfo, 0, RowExclusiveLock);
+	InboxInfo  *inbox = registry_lookup(fcinfo, 0, RowExclusiveLock,
+										ACL_INSERT | ACL_SELECT | ACL_UPDATE);
 	LeaseRequest req;
 	LeaseAnswer answer;
 	TupleDesc	tupdesc;
 	Datum		values[3];
 	bool		nulls[3] = {false, false, false};
+
+	registry_forbid_row_security(fcinfo, inbox);
 
 	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
 		elog(ERROR, "acquire must return a row");
@@ -299,13 +299,15 @@ Datum
 inbox_finish(PG_FUNCTION_ARGS)
 {
 	const CallSignature *sig = call_signature(fcinfo);
-	InboxInfo  *inbox = registry_lookup(fcinfo, 0, RowExclusiveLock);
+	InboxInfo  *inbox = registry_lookup(fcinfo, 0, RowExclusiveLock, ACL_SELECT | ACL_UPDATE);
 	Datum		id = message_id_from_arg(fcinfo, 1, sig->keytype, inbox);
 	int64		token = token_arg(fcinfo, 2);
 	Jsonb	   *result = PG_ARGISNULL(3) ? NULL : PG_GETARG_JSONB_P(3);
 	Datum		values[3] = {id, Int64GetDatum(token), PointerGetDatum(result)};
 	char		nulls[3] = {' ', ' ', result ? ' ' : 'n'};
 	ClaimRow	row;
+
+	registry_forbid_row_security(fcinfo, inbox);
 
 	spi_connect();
 	if (inbox_execute(inbox, SQL_FINISH, values, nulls) == 1)
@@ -329,12 +331,14 @@ Datum
 inbox_release(PG_FUNCTION_ARGS)
 {
 	const CallSignature *sig = call_signature(fcinfo);
-	InboxInfo  *inbox = registry_lookup(fcinfo, 0, RowExclusiveLock);
+	InboxInfo  *inbox = registry_lookup(fcinfo, 0, RowExclusiveLock, ACL_SELECT | ACL_DELETE);
 	Datum		id = message_id_from_arg(fcinfo, 1, sig->keytype, inbox);
 	int64		token = token_arg(fcinfo, 2);
 	Datum		values[2] = {id, Int64GetDatum(token)};
 	ClaimRow	row;
 	int			released;
+
+	registry_forbid_row_security(fcinfo, inbox);
 
 	spi_connect();
 	released = inbox_execute(inbox, SQL_RELEASE, values, NULL);

@@ -18,11 +18,13 @@
 #include "access/genam.h"
 #include "access/htup_details.h"
 #include "access/table.h"
+#include "access/xact.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_class.h"
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
 #include "miscadmin.h"
+#include "lib/stringinfo.h"
 #include "storage/lmgr.h"
 #include "utils/acl.h"
 #include "utils/builtins.h"
@@ -31,6 +33,7 @@
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/rel.h"
+#include "utils/rls.h"
 #include "utils/syscache.h"
 #include "utils/timestamp.h"
 #include "utils/varlena.h"
@@ -40,11 +43,36 @@
 
 static HTAB *InboxCache = NULL;
 
+static InboxInfo *lookup(FunctionCallInfo fcinfo, Oid relid, LOCKMODE lockmode,
+						 AclMode rights, bool quiet);
+
 /*
  * The registry table the cache was filled from.  When it goes (DROP EXTENSION) or
  * changes, every entry is stale, though no inbox table itself was touched.
  */
 static Oid	RegistryRelid = InvalidOid;
+
+/*
+ * Hand what an entry holds to retired.c; the entry keeps nothing.  An entry is
+ * reloaded when an invalidation arrives, and one can arrive in the middle of a
+ * call: a trigger fired by the claim's INSERT may GRANT on the inbox and call
+ * another of our functions on it, which reloads the entry while the outer call
+ * is still running the old plan.  So what the entry held is freed only when the
+ * transaction ends.  A reload is also all or nothing (load_entry), so a failed
+ * reload caught by a trigger's exception block leaves the entry as it was, only
+ * marked stale.
+ */
+static void
+retire_entry_contents(InboxInfo *entry)
+{
+	for (int i = 0; i < SQL_NUM_STATEMENTS; i++)
+	{
+		retire_plan(entry->plans[i]);
+		entry->plans[i] = NULL;
+	}
+	retire_context(entry->cxt);
+	entry->cxt = NULL;
+}
 
 static void
 registry_invalidate(Datum arg, Oid relid)
@@ -81,13 +109,39 @@ registry_init(void)
 	CacheRegisterRelcacheCallback(registry_invalidate, (Datum) 0);
 }
 
-/* The schema our SQL objects live in: that of the function being called. */
-static char *
-extension_schema(FunctionCallInfo fcinfo)
+/*
+ * The schema our SQL objects live in: that of the function being called.  A
+ * statement run by claim_apply, or a trigger, may have dropped the extension
+ * under the call that is still running.
+ */
+Oid
+registry_extension_namespace(FunctionCallInfo fcinfo)
 {
 	Oid			nspid = get_func_namespace(fcinfo->flinfo->fn_oid);
 
-	return get_namespace_name(nspid);
+	if (!OidIsValid(nspid) || get_namespace_name(nspid) == NULL)
+		report_extension_dropped();
+	return nspid;
+}
+
+/* One of the extension's own relations, by name. */
+Oid
+registry_extension_relation(FunctionCallInfo fcinfo, const char *relname)
+{
+	Oid			relid = get_relname_relid(relname, registry_extension_namespace(fcinfo));
+
+	if (!OidIsValid(relid))
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("relation \"%s\" of extension \"idempotent_inbox\" is missing", relname),
+				 errhint("Reinstall the extension with DROP EXTENSION and CREATE EXTENSION.")));
+	return relid;
+}
+
+static char *
+extension_schema(FunctionCallInfo fcinfo)
+{
+	return get_namespace_name(registry_extension_namespace(fcinfo));
 }
 
 /* What the registry says of one inbox. */
@@ -108,10 +162,10 @@ registry_row(FunctionCallInfo fcinfo, Oid relid)
 	int			rc;
 
 	memset(&row, 0, sizeof(row));
+	RegistryRelid = registry_extension_relation(fcinfo, "registry");
 	sql = psprintf("SELECT key_type::pg_catalog.oid, retention FROM %s.registry "
 				   "WHERE relid OPERATOR(pg_catalog.=) $1",
 				   quote_identifier(extension_schema(fcinfo)));
-	RegistryRelid = get_relname_relid("registry", get_func_namespace(fcinfo->flinfo->fn_oid));
 
 	spi_connect();
 	rc = SPI_execute_with_args(sql, 1, argtypes, values, NULL, true, 1);
@@ -134,75 +188,136 @@ registry_row(FunctionCallInfo fcinfo, Oid relid)
 	return row;
 }
 
-static void
-load_entry(InboxInfo *entry, const RegistryRow *registered)
+/*
+ * Fill fresh from the inbox as it is now, checking everything the claim paths
+ * rely on (inbox_shape.c): raises 55000 if the owner changed what we need, or
+ * when quiet returns false and leaves the entry stale.
+ */
+static bool
+load_entry(InboxInfo *entry, const RegistryRow *registered, bool quiet)
 {
+	InboxInfo	fresh;
 	Relation	rel;
-	Relation	index;
-	Oid			opfamily;
-	Oid			opcintype;
-	Oid			eqop;
+	char	   *problem;
 
-	/* Old plans name the table as it was called; the name may have changed. */
-	inbox_plans_free(entry);
-	/* NULL at once: an error below must not leave a pointer to freed memory. */
-	if (entry->qualname != NULL)
-		pfree(entry->qualname);
-	entry->qualname = NULL;
+	memset(&fresh, 0, sizeof(fresh));
+	fresh.relid = entry->relid;
+	fresh.keytype = registered->keytype;
+	fresh.has_retention = registered->has_retention;
+	fresh.retention = registered->retention;
 
 	rel = table_open(entry->relid, AccessShareLock);
-	entry->pkindex = RelationGetPrimaryKeyIndex(rel);
-	if (!OidIsValid(entry->pkindex))
-		ereport(ERROR,
-				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("inbox \"%s\" has no primary key", RelationGetRelationName(rel)),
-				 errhint("Recreate it with inbox.create_inbox().")));
-
-	index = index_open(entry->pkindex, AccessShareLock);
-	opfamily = index->rd_opfamily[0];
-	opcintype = index->rd_opcintype[0];
-	eqop = get_opfamily_member(opfamily, opcintype, opcintype, BTEqualStrategyNumber);
-	if (!OidIsValid(eqop))
-		elog(ERROR, "no equality operator in operator family %u", opfamily);
-	entry->key_eq = get_opcode(eqop);
-	index_close(index, AccessShareLock);
-
-	/* Columns are found by name: the user may have added or dropped some. */
-	for (int c = 0; c < INBOX_NUM_COLUMNS; c++)
+	problem = inbox_shape_problem(rel, &fresh);
+	if (problem != NULL)
 	{
-		AttrNumber	attnum = get_attnum(entry->relid, inbox_column_names[c]);
-
-		entry->columns[c] = attnum > 0 ? attnum : InvalidAttrNumber;
+		if (!quiet)
+			inbox_shape_error(rel, problem);
+		table_close(rel, AccessShareLock);
+		return false;
 	}
-	entry->key_attnum = get_attnum(entry->relid, "message_id");
-	entry->direct_shape = entry->key_attnum > 0 &&
-		claim_direct_shape_ok(rel, entry->columns[COL_CLAIMED_AT]);
-
-	entry->qualname = MemoryContextStrdup(CacheMemoryContext,
-										  quote_qualified_identifier(get_namespace_name(RelationGetNamespace(rel)),
-																	 RelationGetRelationName(rel)));
+	fresh.direct_shape = inbox_shape_direct_ok(rel, &fresh);
+	fresh.cxt = AllocSetContextCreate(CacheMemoryContext, "idempotent_inbox inbox",
+									  ALLOCSET_SMALL_SIZES);
+	fresh.qualname = MemoryContextStrdup(fresh.cxt,
+										 quote_qualified_identifier(get_namespace_name(RelationGetNamespace(rel)),
+																	RelationGetRelationName(rel)));
+	MemoryContextSetIdentifier(fresh.cxt, fresh.qualname);
 	table_close(rel, AccessShareLock);
+	fresh.counters = stats_counters_for(entry->relid);
 
-	entry->keytype = registered->keytype;
-	entry->has_retention = registered->has_retention;
-	entry->retention = registered->retention;
-	entry->counters = stats_counters_for(entry->relid);
-	entry->valid = true;
+	/* Nothing can fail from here on: replace the entry as a whole. */
+	retire_entry_contents(entry);
+	fresh.dup_rate = entry->dup_rate;
+	fresh.valid = true;
+	*entry = fresh;
+	return true;
+}
+
+/* "INSERT and SELECT": the rights in mask, for messages. */
+static char *
+rights_text(AclMode mask)
+{
+	static const struct
+	{
+		AclMode		bit;
+		const char *name;
+	}			names[] = {
+		{ACL_INSERT, "INSERT"}, {ACL_SELECT, "SELECT"},
+		{ACL_UPDATE, "UPDATE"}, {ACL_DELETE, "DELETE"},
+	};
+	StringInfoData buf;
+	int			n = 0;
+	int			total = 0;
+
+	for (int i = 0; i < (int) lengthof(names); i++)
+		if (mask & names[i].bit)
+			total++;
+	initStringInfo(&buf);
+	for (int i = 0; i < (int) lengthof(names); i++)
+	{
+		if ((mask & names[i].bit) == 0)
+			continue;
+		if (n > 0)
+			appendStringInfoString(&buf, n == total - 1 ? " and " : ", ");
+		appendStringInfoString(&buf, names[i].name);
+		n++;
+	}
+	return buf.data;
+}
+
+/*
+ * The caller must hold every right in rights on the table.  Checked before the
+ * lock is taken, so that a role without rights cannot queue behind (and hold up)
+ * an exclusive lock on a table it may not touch, and again after it.
+ */
+static void
+check_rights(FunctionCallInfo fcinfo, Oid relid, AclMode rights)
+{
+	AclMode		held;
+	char	   *relname;
+
+	if (!SearchSysCacheExists1(RELOID, ObjectIdGetDatum(relid)))
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_TABLE),
+				 errmsg("relation with OID %u does not exist", relid)));
+	if (rights == 0)
+		return;
+
+	/*
+	 * The SQL a claim may run names the table, which needs USAGE on its schema;
+	 * the paths that skip SQL must not be more generous.
+	 */
+	if (pg_namespace_aclcheck(get_rel_namespace(relid), GetUserId(), ACL_USAGE) != ACLCHECK_OK)
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("permission denied for schema %s",
+						get_namespace_name(get_rel_namespace(relid))),
+				 errdetail("%s() needs USAGE on the schema of the inbox.",
+						   get_func_name(fcinfo->flinfo->fn_oid))));
+	held = pg_class_aclmask(relid, GetUserId(), rights, ACLMASK_ALL);
+	if (held == rights)
+		return;
+	relname = get_rel_name(relid);
+	ereport(ERROR,
+			(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+			 errmsg("permission denied for table %s", relname ? relname : "?"),
+			 errdetail("%s() needs %s on the inbox.",
+					   get_func_name(fcinfo->flinfo->fn_oid), rights_text(rights))));
 }
 
 /*
  * The inbox named by argument argno, from the cache when it is fresh, after
- * locking the table in lockmode.  Raises the user-facing errors for a NULL,
- * missing or non-inbox table.
+ * checking that the caller holds rights on it and locking it in lockmode.
+ * Raises the user-facing errors for a NULL, missing or non-inbox table.
  */
 InboxInfo *
-registry_lookup(FunctionCallInfo fcinfo, int argno, LOCKMODE lockmode)
+registry_lookup(FunctionCallInfo fcinfo, int argno, LOCKMODE lockmode, AclMode rights)
 {
 	if (PG_ARGISNULL(argno))
 		ereport(ERROR,
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 				 errmsg("inbox must not be null")));
-	return registry_lookup_relid(fcinfo, PG_GETARG_OID(argno), lockmode);
+	return registry_lookup_relid(fcinfo, PG_GETARG_OID(argno), lockmode, rights);
 }
 
 /*
@@ -210,39 +325,60 @@ registry_lookup(FunctionCallInfo fcinfo, int argno, LOCKMODE lockmode)
  * one of our functions: it tells which schema the registry is in.
  */
 InboxInfo *
-registry_lookup_relid(FunctionCallInfo fcinfo, Oid relid, LOCKMODE lockmode)
+registry_lookup_relid(FunctionCallInfo fcinfo, Oid relid, LOCKMODE lockmode, AclMode rights)
+{
+	return lookup(fcinfo, relid, lockmode, rights, false);
+}
+
+/*
+ * For views over every inbox: NULL instead of an error when the table is not an
+ * inbox or no longer has an inbox's shape, so that one broken inbox does not
+ * make the view fail for everyone.  The caller checks rights before calling.
+ */
+InboxInfo *
+registry_lookup_if_intact(FunctionCallInfo fcinfo, int argno, LOCKMODE lockmode)
+{
+	Oid			relid = PG_GETARG_OID(argno);
+
+	if (!SearchSysCacheExists1(RELOID, ObjectIdGetDatum(relid)))
+		return NULL;
+	return lookup(fcinfo, relid, lockmode, 0, true);
+}
+
+static InboxInfo *
+lookup(FunctionCallInfo fcinfo, Oid relid, LOCKMODE lockmode, AclMode rights, bool quiet)
 {
 	InboxInfo  *entry;
 	bool		found;
 	RegistryRow registered;
+
+	check_rights(fcinfo, relid, rights);
 
 	/*
 	 * Lock before trusting the cache: a RENAME or DROP that another session
 	 * commits reaches us as an invalidation now, not later while a kept plan
 	 * re-resolves the old name ("relation public.x does not exist").  Claims
 	 * pass the mode their INSERT takes, so that lock is not acquired twice.
+	 * Rights are checked again: they may have been revoked while we waited.
 	 */
 	LockRelationOid(relid, lockmode);
+	check_rights(fcinfo, relid, rights);
 
 	entry = hash_search(InboxCache, &relid, HASH_FIND, NULL);
 	if (entry != NULL && entry->valid)
 		return entry;
 
-	if (!SearchSysCacheExists1(RELOID, ObjectIdGetDatum(relid)))
-		ereport(ERROR,
-				(errcode(ERRCODE_UNDEFINED_TABLE),
-				 errmsg("relation with OID %u does not exist", relid)));
-
 	registered = registry_row(fcinfo, relid);
 	if (!OidIsValid(registered.keytype))
 	{
+		/*
+		 * Not (or no longer) an inbox.  The entry stays, empty and stale: an
+		 * outer call may still hold a pointer to it.
+		 */
 		if (entry != NULL)
-		{
-			inbox_plans_free(entry);
-			if (entry->qualname != NULL)
-				pfree(entry->qualname);
-			hash_search(InboxCache, &relid, HASH_REMOVE, NULL);
-		}
+			retire_entry_contents(entry);
+		if (quiet)
+			return NULL;
 		ereport(ERROR,
 				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
 				 errmsg("\"%s\" is not an inbox", get_rel_name(relid)),
@@ -252,19 +388,57 @@ registry_lookup_relid(FunctionCallInfo fcinfo, Oid relid, LOCKMODE lockmode)
 	entry = hash_search(InboxCache, &relid, HASH_ENTER, &found);
 	if (!found)
 	{
-		entry->qualname = NULL;
-		memset(entry->plans, 0, sizeof(entry->plans));
-		entry->dup_rate = 0;
+		memset(((char *) entry) + sizeof(Oid), 0, sizeof(InboxInfo) - sizeof(Oid));
+		entry->valid = false;
 	}
-	entry->valid = false;
-	load_entry(entry, &registered);
+	if (!load_entry(entry, &registered, quiet))
+		return NULL;
 	return entry;
+}
+
+/*
+ * Claims of an inbox with a retention window renew an expired claim in place,
+ * an UPDATE: so they need that right too, whether or not this id has expired,
+ * so that the answer does not depend on the data.  The caller already holds
+ * INSERT, and with it the lock a claim takes.
+ */
+void
+registry_check_window_rights(const InboxInfo *inbox)
+{
+	if (inbox->has_retention &&
+		pg_class_aclcheck(inbox->relid, GetUserId(), ACL_UPDATE) != ACLCHECK_OK)
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("permission denied for table %s", get_rel_name(inbox->relid)),
+				 errdetail("Claims of an inbox with a retention window need UPDATE too: an expired claim is renewed in place.")));
+}
+
+/*
+ * Row-level security applies to the caller on this inbox.  Functions that read
+ * a claim's stored columns directly (leases, stored results, fingerprints) would
+ * answer from rows a policy hides, so they refuse instead.
+ */
+void
+registry_forbid_row_security(FunctionCallInfo fcinfo, const InboxInfo *inbox)
+{
+	if (check_enable_rls(inbox->relid, InvalidOid, false) == RLS_ENABLED)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("%s() does not support row-level security on inbox \"%s\"",
+						get_func_name(fcinfo->flinfo->fn_oid), get_rel_name(inbox->relid)),
+				 errdetail("It would answer from claims that a policy hides from you."),
+				 errhint("Use claim() or claim_apply(), which apply the policies, or run as the inbox's owner.")));
 }
 
 /* Only these key types have the storage and comparison the SPEC promises. */
 static void
 CheckKeyType(Oid keytype)
 {
+	if (!SearchSysCacheExists1(TYPEOID, ObjectIdGetDatum(keytype)))
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("type with OID %u does not exist", keytype),
+				 errhint("Use text, uuid or bigint.")));
 	if (keytype != TEXTOID && keytype != UUIDOID && keytype != INT8OID)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
@@ -285,6 +459,48 @@ registry_check_retention(Interval *retention)
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("retention must be a positive interval"),
 				 errhint("Pass NULL to keep claims until they are deleted.")));
+	if (!retention_within_bounds(retention))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("retention must be at most %d years", MAX_RETENTION_YEARS),
+				 errhint("Pass NULL to keep claims until they are deleted.")));
+}
+
+/*
+ * The name given to create_inbox, parsed like a qualified table name.  The
+ * parser cuts identifiers at NAMEDATALEN - 1 bytes without a word; a name that
+ * long is refused instead, so the inbox is called what the caller wrote.  Each
+ * dot-separated part is measured as written, without its quotes.
+ */
+static List *
+inbox_name(text *name)
+{
+	char	   *raw = text_to_cstring(name);
+	bool		quoted = false;
+	int			part = 0;
+
+	for (char *p = raw; *p != '\0'; p++)
+	{
+		if (*p == '"')
+		{
+			if (quoted && p[1] == '"')
+			{
+				part++;
+				p++;
+			}
+			else
+				quoted = !quoted;
+			continue;
+		}
+		if (*p == '.' && !quoted)
+			part = 0;
+		else if (++part >= NAMEDATALEN)
+			ereport(ERROR,
+					(errcode(ERRCODE_NAME_TOO_LONG),
+					 errmsg("inbox name is too long"),
+					 errdetail("Each part of a name is at most %d bytes.", NAMEDATALEN - 1)));
+	}
+	return textToQualifiedNameList(name);
 }
 
 /* Claims are user data that must survive a crash: no temporary inboxes. */
@@ -301,7 +517,9 @@ CheckPermanent(Oid nspid, const char *relname)
 /*
  * Run one statement on the registry with its owner's rights.  Callers have already
  * checked the caller's own rights on the inbox (they created it, or own it);
- * recording that fact needs the registry owner's, for this one statement.
+ * recording that fact needs the registry owner's, for this one statement, which
+ * is fully qualified and runs as a restricted operation, as VACUUM runs index
+ * functions.
  */
 static void
 registry_write(FunctionCallInfo fcinfo, const char *sql, int nargs, Oid *argtypes,
@@ -322,7 +540,8 @@ registry_write(FunctionCallInfo fcinfo, const char *sql, int nargs, Oid *argtype
 	ReleaseSysCache(tuple);
 
 	GetUserIdAndSecContext(&save_userid, &save_sec_context);
-	SetUserIdAndSecContext(owner, save_sec_context | SECURITY_LOCAL_USERID_CHANGE);
+	SetUserIdAndSecContext(owner, save_sec_context | SECURITY_LOCAL_USERID_CHANGE |
+						   SECURITY_RESTRICTED_OPERATION);
 	rc = SPI_execute_with_args(sql, nargs, argtypes, values, nulls, false, 0);
 	SetUserIdAndSecContext(save_userid, save_sec_context);
 	if (rc != expected || SPI_processed != 1)
@@ -384,9 +603,15 @@ inbox_create_inbox(PG_FUNCTION_ARGS)
 	if (!PG_ARGISNULL(2))
 		registry_check_retention(PG_GETARG_INTERVAL_P(2));
 
-	rv = makeRangeVarFromNameList(textToQualifiedNameList(PG_GETARG_TEXT_PP(0)));
+	rv = makeRangeVarFromNameList(inbox_name(PG_GETARG_TEXT_PP(0)));
 	nspid = RangeVarGetCreationNamespace(rv);
 	CheckPermanent(nspid, rv->relname);
+	if (nspid == registry_extension_namespace(fcinfo))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("inbox \"%s\" cannot be created in the extension's schema", rv->relname),
+				 errdetail("The schema belongs to the extension: DROP EXTENSION ... CASCADE would drop the inbox with it."),
+				 errhint("Create it in a schema of your own.")));
 	qualname = quote_qualified_identifier(get_namespace_name(nspid), rv->relname);
 
 	spi_connect();
@@ -444,7 +669,7 @@ inbox_drop_inbox(PG_FUNCTION_ARGS)
 	 * now, after any rename another session committed.
 	 */
 	registry_check_owner(fcinfo, 0);
-	inbox = registry_lookup(fcinfo, 0, AccessExclusiveLock);
+	inbox = registry_lookup(fcinfo, 0, AccessExclusiveLock, 0);
 	qualname = pstrdup(inbox->qualname);
 
 	spi_connect();

@@ -84,7 +84,7 @@ inbox_set_retention(PG_FUNCTION_ARGS)
 	bool		has_retention = !PG_ARGISNULL(1);
 
 	registry_check_owner(fcinfo, 0);
-	inbox = registry_lookup(fcinfo, 0, ShareUpdateExclusiveLock);
+	inbox = registry_lookup(fcinfo, 0, ShareUpdateExclusiveLock, 0);
 	if (has_retention)
 		registry_check_retention(PG_GETARG_INTERVAL_P(1));
 
@@ -121,7 +121,8 @@ PG_FUNCTION_INFO_V1(inbox_purge);
 Datum
 inbox_purge(PG_FUNCTION_ARGS)
 {
-	InboxInfo  *inbox = registry_lookup(fcinfo, 0, RowExclusiveLock);
+	InboxInfo  *inbox = registry_lookup(fcinfo, 0, RowExclusiveLock,
+										ACL_SELECT | ACL_UPDATE | ACL_DELETE);
 	int64		batch;
 	int64		purged;
 
@@ -150,17 +151,23 @@ inbox_purge(PG_FUNCTION_ARGS)
 
 /*
  * The oldest claim, for the stats view.  NULL when the caller may not read the
- * inbox, so that one unreadable inbox does not make the whole view fail.
+ * inbox or it no longer has an inbox's shape, so that one unreadable or broken
+ * inbox does not make the whole view fail.  Rights are checked before the lock.
  */
 PG_FUNCTION_INFO_V1(inbox_oldest_claim);
 Datum
 inbox_oldest_claim(PG_FUNCTION_ARGS)
 {
-	InboxInfo  *inbox = registry_lookup(fcinfo, 0, AccessShareLock);
+	Oid			relid = PG_ARGISNULL(0) ? InvalidOid : PG_GETARG_OID(0);
+	InboxInfo  *inbox;
 	bool		isnull = true;
 	Datum		oldest = (Datum) 0;
 
-	if (pg_class_aclcheck(inbox->relid, GetUserId(), ACL_SELECT) != ACLCHECK_OK)
+	if (!SearchSysCacheExists1(RELOID, ObjectIdGetDatum(relid)) ||
+		pg_class_aclcheck(relid, GetUserId(), ACL_SELECT) != ACLCHECK_OK)
+		PG_RETURN_NULL();
+	inbox = registry_lookup_if_intact(fcinfo, 0, AccessShareLock);
+	if (inbox == NULL)
 		PG_RETURN_NULL();
 
 	spi_connect();

@@ -13,10 +13,25 @@
 #include "catalog/pg_enum.h"
 #include "catalog/pg_proc.h"
 #include "catalog/pg_type.h"
+#include "utils/builtins.h"
 #include "utils/lsyscache.h"
 #include "utils/syscache.h"
 
 #include "inbox.h"
+
+/*
+ * The extension was dropped while one of its functions was running (55000).
+ * For every module that finds one of the extension's objects gone mid-call.
+ */
+void
+report_extension_dropped(void)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+			 errmsg("extension idempotent_inbox was dropped during the call"),
+			 errdetail("A statement run by the call, or another session, dropped the extension's objects."),
+			 errhint("Do not drop the extension while its functions run; create it again to use it.")));
+}
 
 const CallSignature *
 call_signature(FunctionCallInfo fcinfo)
@@ -31,7 +46,7 @@ call_signature(FunctionCallInfo fcinfo)
 
 	tuple = SearchSysCache1(PROCOID, ObjectIdGetDatum(fcinfo->flinfo->fn_oid));
 	if (!HeapTupleIsValid(tuple))
-		elog(ERROR, "cache lookup failed for function %u", fcinfo->flinfo->fn_oid);
+		report_extension_dropped();
 	proc = (Form_pg_proc) GETSTRUCT(tuple);
 
 	/* Every SQL function of ours that takes a message id takes it second. */
@@ -50,17 +65,28 @@ call_signature(FunctionCallInfo fcinfo)
 	return sig;
 }
 
-/* The Datum of one label of one of our enums; labels are fixed by the install script. */
+/*
+ * The Datum of one label of one of our enums; labels are fixed by the install
+ * script.  The enum is gone only if the extension was dropped after the call
+ * began: by the statement of claim_apply, or by another session that committed
+ * DROP EXTENSION meanwhile.
+ */
 Datum
 enum_label(Oid enumtype, const char *label)
 {
 	HeapTuple	tuple;
 	Oid			result;
 
+	if (!SearchSysCacheExists1(TYPEOID, ObjectIdGetDatum(enumtype)))
+		report_extension_dropped();
 	tuple = SearchSysCache2(ENUMTYPOIDNAME, ObjectIdGetDatum(enumtype),
 							CStringGetDatum(label));
 	if (!HeapTupleIsValid(tuple))
-		elog(ERROR, "enum %u has no label \"%s\"", enumtype, label);
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("type %s has no label \"%s\"", format_type_be(enumtype), label),
+				 errdetail("The labels of the extension's types were changed after it was installed."),
+				 errhint("Reinstall the extension idempotent_inbox.")));
 	result = ((Form_pg_enum) GETSTRUCT(tuple))->oid;
 	ReleaseSysCache(tuple);
 

@@ -2,9 +2,10 @@
  * spi_util.c
  *		Prepare and keep SPI plans, and run them asserting what they must return.
  *
- * Callers own SPI_connect/SPI_finish.  A failure here is our bug, not the user's,
- * so it is reported with elog rather than a user-facing SQLSTATE; errors raised by
- * the executor itself (constraint violations, lock timeouts) pass through untouched.
+ * Callers own SPI_connect/SPI_finish.  Errors raised by the executor itself
+ * (constraint violations, lock timeouts) pass through untouched; SPI's own
+ * negative result codes become errors with a SQLSTATE of their own each
+ * (spi_report_error), never XX000.
  */
 #include "postgres.h"
 
@@ -12,23 +13,87 @@
 
 #include "inbox.h"
 
+/*
+ * Report a negative SPI result code as an error.  what names the statement, for
+ * the message: "the statement of claim_apply", "registry lookup".
+ */
+void
+spi_report_error(int rc, const char *what)
+{
+	int			sqlstate;
+	const char *hint = NULL;
+
+	switch (rc)
+	{
+		case SPI_ERROR_COPY:
+			sqlstate = ERRCODE_FEATURE_NOT_SUPPORTED;
+			hint = "COPY to or from the client cannot run inside a function; use INSERT.";
+			break;
+		case SPI_ERROR_TRANSACTION:
+			sqlstate = ERRCODE_INVALID_TRANSACTION_TERMINATION;
+			hint = "The statement runs inside the caller's transaction and cannot end it.";
+			break;
+		case SPI_ERROR_OPUNKNOWN:
+			sqlstate = ERRCODE_FEATURE_NOT_SUPPORTED;
+			break;
+		case SPI_ERROR_ARGUMENT:
+			sqlstate = ERRCODE_INVALID_PARAMETER_VALUE;
+			break;
+		case SPI_ERROR_PARAM:
+			sqlstate = ERRCODE_UNDEFINED_PARAMETER;
+			break;
+		case SPI_ERROR_CURSOR:
+			sqlstate = ERRCODE_INVALID_CURSOR_NAME;
+			break;
+		case SPI_ERROR_NOATTRIBUTE:
+			sqlstate = ERRCODE_UNDEFINED_COLUMN;
+			break;
+		case SPI_ERROR_NOOUTFUNC:
+			sqlstate = ERRCODE_UNDEFINED_FUNCTION;
+			break;
+		case SPI_ERROR_TYPUNKNOWN:
+			sqlstate = ERRCODE_UNDEFINED_OBJECT;
+			break;
+		case SPI_ERROR_REL_DUPLICATE:
+			sqlstate = ERRCODE_DUPLICATE_OBJECT;
+			break;
+		case SPI_ERROR_REL_NOT_FOUND:
+			sqlstate = ERRCODE_UNDEFINED_TABLE;
+			break;
+		default:
+			/* SPI_ERROR_CONNECT, SPI_ERROR_UNCONNECTED: SPI is not in the state we need. */
+			sqlstate = ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE;
+			break;
+	}
+	ereport(ERROR,
+			(errcode(sqlstate),
+			 errmsg("%s could not run: %s", what, SPI_result_code_string(rc)),
+			 hint ? errhint("%s", hint) : 0));
+}
+
 void
 spi_connect(void)
 {
-	if (SPI_connect() != SPI_OK_CONNECT)
-		elog(ERROR, "SPI_connect failed");
+	int			rc = SPI_connect();
+
+	if (rc != SPI_OK_CONNECT)
+		spi_report_error(rc, "SPI_connect");
 }
 
 SPIPlanPtr
 spi_prepare_kept(const char *sql, int nargs, Oid *argtypes)
 {
 	SPIPlanPtr	plan = SPI_prepare(sql, nargs, argtypes);
+	int			rc;
 
 	if (plan == NULL)
-		elog(ERROR, "SPI_prepare failed for \"%s\": %s",
-			 sql, SPI_result_code_string(SPI_result));
-	if (SPI_keepplan(plan) != 0)
-		elog(ERROR, "SPI_keepplan failed");
+		spi_report_error(SPI_result, "preparing a statement");
+	rc = SPI_keepplan(plan);
+	if (rc != 0)
+	{
+		SPI_freeplan(plan);
+		spi_report_error(rc, "keeping a prepared statement");
+	}
 	return plan;
 }
 
@@ -45,6 +110,8 @@ spi_execute_expect(SPIPlanPtr plan, Datum *values, const char *nulls, int expect
 {
 	int			rc = SPI_execute_plan(plan, values, nulls, false, 0);
 
+	if (rc < 0)
+		spi_report_error(rc, "a statement of idempotent_inbox");
 	if (rc != expected)
 		elog(ERROR, "SPI_execute_plan returned %s, expected %s",
 			 SPI_result_code_string(rc), SPI_result_code_string(expected));

@@ -535,7 +535,12 @@ inbox_guard_trigger(PG_FUNCTION_ARGS)
 	return PointerGetDatum(data->tg_newtuple);
 }
 
-/* tgargs as text[], for the inbox.state_machines view. */
+/*
+ * tgargs as text[], for the inbox.state_machines view.  Anyone may call it with any
+ * bytes, so it checks what pg_trigger guarantees: exactly tgnargs arguments, each
+ * NUL-terminated inside the bytea and valid in the database encoding.  Anything
+ * else is an error; it never reads past the bytea and never returns invalid text.
+ */
 PG_FUNCTION_INFO_V1(inbox_trigger_arguments);
 Datum
 inbox_trigger_arguments(PG_FUNCTION_ARGS)
@@ -546,13 +551,38 @@ inbox_trigger_arguments(PG_FUNCTION_ARGS)
 	const char *end = p + VARSIZE_ANY_EXHDR(args);
 	ArrayBuildState *result = initArrayResult(TEXTOID, CurrentMemoryContext, false);
 
-	for (int i = 0; i < nargs && p < end; i++)
-	{
-		int			len = strnlen(p, end - p);
+	if (nargs < 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("trigger argument count must not be negative"),
+				 errdetail("The count given is %d.", nargs),
+				 errhint("Pass pg_trigger.tgargs and pg_trigger.tgnargs of one trigger.")));
 
-		accumArrayResult(result, PointerGetDatum(cstring_to_text_with_len(p, len)), false,
+	for (int i = 0; i < nargs; i++)
+	{
+		size_t		len = strnlen(p, end - p);
+
+		if (p + len >= end)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_BINARY_REPRESENTATION),
+					 errmsg("trigger arguments end before argument %d of %d", i + 1, nargs),
+					 errdetail("Each argument ends with a zero byte inside the bytea."),
+					 errhint("Pass pg_trigger.tgargs and pg_trigger.tgnargs of one trigger.")));
+		if (!pg_verify_mbstr(GetDatabaseEncoding(), p, (int) len, true))
+			ereport(ERROR,
+					(errcode(ERRCODE_CHARACTER_NOT_IN_REPERTOIRE),
+					 errmsg("trigger argument %d is not valid in encoding \"%s\"",
+							i + 1, GetDatabaseEncodingName()),
+					 errhint("Pass pg_trigger.tgargs and pg_trigger.tgnargs of one trigger.")));
+		accumArrayResult(result, PointerGetDatum(cstring_to_text_with_len(p, (int) len)), false,
 						 TEXTOID, CurrentMemoryContext);
 		p += len + 1;
 	}
+	if (p != end)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_BINARY_REPRESENTATION),
+				 errmsg("trigger arguments do not end after %d arguments", nargs),
+				 errdetail("%d more bytes follow.", (int) (end - p)),
+				 errhint("Pass pg_trigger.tgargs and pg_trigger.tgnargs of one trigger.")));
 	PG_RETURN_DATUM(makeArrayResult(result, CurrentMemoryContext));
 }

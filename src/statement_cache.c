@@ -11,17 +11,31 @@
  * type's input function, exactly like a literal would.
  *
  * Entries are keyed by the statement text and the argument types, bounded by
- * idempotent_inbox.statement_cache_size and evicted least recently used first.  An
- * entry whose plan is running (a statement that itself calls claim_apply) is
- * pinned and never evicted under it.  The plancache re-plans kept plans when the
- * objects they use change, and re-checks privileges on every execution, so a
- * cached plan always runs with the caller's current rights.
+ * idempotent_inbox.statement_cache_size and evicted least recently used first.
+ *
+ * One protocol keeps entries alive while they are used: statement_cache_get
+ * returns its entry pinned, the caller unpins it with statement_unpin when done
+ * (in PG_FINALLY, so an error unpins too), and a pinned entry is never freed: a
+ * nested claim_apply (a trigger fired by the statement) may fill the cache with
+ * other statements, and eviction passes over pinned entries, leaving the cache
+ * above its size until they are unpinned.  The pins of an aborted transaction
+ * are forgotten at its end in case an error skipped the unpin.
+ *
+ * An entry is built in a memory context under the caller's, and moved under
+ * CacheMemoryContext only once its plan is kept: a statement that fails to
+ * parse or prepare leaves nothing behind.
+ *
+ * The plancache re-plans kept plans when the objects they use change, and
+ * re-checks privileges on every execution, so a cached plan always runs with the
+ * caller's current rights.
  */
 #include "postgres.h"
 
+#include "access/xact.h"
 #include "catalog/pg_type.h"
 #include "common/hashfn.h"
 #include "lib/ilist.h"
+#include "commands/copy.h"
 #include "nodes/nodeFuncs.h"
 #include "parser/analyze.h"
 #include "tcop/tcopprot.h"
@@ -53,6 +67,8 @@ static HTAB *StatementCache = NULL;
 static dlist_head StatementLru = DLIST_STATIC_INIT(StatementLru);
 static int	StatementCount = 0;
 
+static void statement_cache_xact(XactEvent event, void *arg);
+
 void
 statement_cache_init(void)
 {
@@ -71,6 +87,22 @@ statement_cache_init(void)
 	ctl.hcxt = CacheMemoryContext;
 	StatementCache = hash_create("idempotent_inbox statements", 64, &ctl,
 								 HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+	RegisterXactCallback(statement_cache_xact, NULL);
+}
+
+/*
+ * Nothing runs any more once a transaction has aborted: every pin left by an
+ * error that skipped its unpin is stale.  The next miss shrinks the cache.
+ */
+static void
+statement_cache_xact(XactEvent event, void *arg)
+{
+	dlist_iter	iter;
+
+	if (event != XACT_EVENT_ABORT && event != XACT_EVENT_PARALLEL_ABORT)
+		return;
+	dlist_foreach(iter, &StatementLru)
+		dlist_container(StatementPlan, lru, iter.cur)->pins = 0;
 }
 
 static uint64
@@ -152,6 +184,30 @@ CheckNotTransactionControl(RawStmt *stmt)
 				 errdetail("The claim and its effect commit or roll back with the caller's transaction.")));
 }
 
+/* A statement with nothing to run would answer "applied" for an effect never made. */
+static void
+CheckNotEmpty(List *raw)
+{
+	if (raw == NIL)
+		ereport(ERROR,
+				(errcode(ERRCODE_SYNTAX_ERROR),
+				 errmsg("the statement of claim_apply is empty"),
+				 errdetail("It has no SQL command, only white space or comments."),
+				 errhint("Pass the statement that applies the effect, such as an INSERT or UPDATE.")));
+}
+
+/* COPY to or from the client needs the client protocol, which a function has not. */
+static void
+CheckNotClientCopy(RawStmt *stmt)
+{
+	if (IsA(stmt->stmt, CopyStmt) && ((CopyStmt *) stmt->stmt)->filename == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("the statement of claim_apply cannot be COPY %s",
+						((CopyStmt *) stmt->stmt)->is_from ? "FROM STDIN" : "TO STDOUT"),
+				 errhint("Use INSERT with the values as arguments, or INSERT ... SELECT.")));
+}
+
 /* Every $n the statement uses must have an argument. */
 static void
 CheckParamsGiven(int nparams, int nargs)
@@ -224,8 +280,12 @@ infer_param_types(const char *source, int nargs, const Oid *argtypes)
 	for (int i = 0; i < nargs; i++)
 		types[i] = (argtypes[i] == UNKNOWNOID) ? InvalidOid : argtypes[i];
 
+	CheckNotEmpty(raw);
 	foreach(lc, raw)
+	{
 		CheckNotTransactionControl(lfirst_node(RawStmt, lc));
+		CheckNotClientCopy(lfirst_node(RawStmt, lc));
+	}
 	foreach(lc, raw)
 	{
 		Query	   *query = compat_parse_analyze_varparams(lfirst_node(RawStmt, lc), source,
@@ -250,13 +310,20 @@ infer_param_types(const char *source, int nargs, const Oid *argtypes)
 	return types;
 }
 
+/*
+ * Build an entry in a context of its own under the caller's, so that an error
+ * anywhere here frees everything with the failed call; the caller keeps it by
+ * moving the context under CacheMemoryContext.  The plan is kept last.
+ */
 static void
 statement_build(StatementPlan *entry, const char *source, int nargs, const Oid *argtypes)
 {
 	Oid		   *types = infer_param_types(source, nargs, argtypes);
 	MemoryContext oldcxt;
 
-	entry->cxt = AllocSetContextCreate(CacheMemoryContext, "idempotent_inbox statement",
+	entry->plan = NULL;
+	entry->pins = 0;
+	entry->cxt = AllocSetContextCreate(CurrentMemoryContext, "idempotent_inbox statement",
 									   ALLOCSET_SMALL_SIZES);
 	oldcxt = MemoryContextSwitchTo(entry->cxt);
 	entry->source = pstrdup(source);
@@ -280,12 +347,13 @@ statement_build(StatementPlan *entry, const char *source, int nargs, const Oid *
 	MemoryContextSwitchTo(oldcxt);
 
 	entry->plan = spi_prepare_kept(source, nargs, entry->paramtypes);
-	entry->pins = 0;
+	MemoryContextSetParent(entry->cxt, CacheMemoryContext);
 }
 
 /*
- * The cached plan for a statement and argument types, built on a miss.  SPI must be
- * connected.  An error while building leaves no entry behind.
+ * The cached plan for a statement and argument types, built on a miss, returned
+ * pinned: the caller must statement_unpin it (in PG_FINALLY).  SPI must be
+ * connected.  An error while building leaves no entry and no memory behind.
  */
 StatementPlan *
 statement_cache_get(const char *source, int nargs, const Oid *argtypes)
@@ -299,6 +367,7 @@ statement_cache_get(const char *source, int nargs, const Oid *argtypes)
 	if (entry != NULL && statement_matches(entry, source, nargs, argtypes))
 	{
 		dlist_move_head(&StatementLru, &entry->lru);
+		entry->pins++;
 		return entry;
 	}
 
@@ -307,9 +376,16 @@ statement_cache_get(const char *source, int nargs, const Oid *argtypes)
 
 	if (entry != NULL)
 	{
-		/* A 64-bit hash collision: the newer statement takes the slot. */
+		/*
+		 * A 64-bit hash collision: the newer statement takes the slot, unless
+		 * the older one is running further up the stack.
+		 */
 		if (entry->pins > 0)
+		{
+			spi_free_plan(&fresh.plan);
+			MemoryContextDelete(fresh.cxt);
 			elog(ERROR, "claim_apply statement cache collision with a running statement");
+		}
 		statement_release(entry);
 		hash_search(StatementCache, &key, HASH_REMOVE, NULL);
 	}
@@ -320,6 +396,7 @@ statement_cache_get(const char *source, int nargs, const Oid *argtypes)
 	*entry = fresh;
 	dlist_push_head(&StatementLru, &entry->lru);
 	StatementCount++;
+	entry->pins = 1;
 	return entry;
 }
 
@@ -338,8 +415,8 @@ statement_convert_args(StatementPlan *entry, Datum *values, const char *nulls)
 }
 
 /*
- * Keep an entry from eviction while a caller holds it across other work (the
- * claim can fire triggers that run claim_apply, which may evict).
+ * Pin once more an entry already held (statement_cache_get pins what it
+ * returns), and let go of one pin: every pin is undone by exactly one unpin.
  */
 void
 statement_pin(StatementPlan *entry)
@@ -350,24 +427,19 @@ statement_pin(StatementPlan *entry)
 void
 statement_unpin(StatementPlan *entry)
 {
-	entry->pins--;
+	Assert(entry->pins > 0);
+	if (entry->pins > 0)
+		entry->pins--;
 }
 
-/* Run the statement with converted argument values. */
+/* Run the statement, pinned by the caller, with converted argument values. */
 void
 statement_execute(StatementPlan *entry, Datum *values, const char *nulls)
 {
-	entry->pins++;
-	PG_TRY();
-	{
-		int			rc = SPI_execute_plan(entry->plan, values, nulls, false, 0);
+	int			rc;
 
-		if (rc < 0)
-			elog(ERROR, "claim_apply statement failed: %s", SPI_result_code_string(rc));
-	}
-	PG_FINALLY();
-	{
-		entry->pins--;
-	}
-	PG_END_TRY();
+	Assert(entry->pins > 0);
+	rc = SPI_execute_plan(entry->plan, values, nulls, false, 0);
+	if (rc < 0)
+		spi_report_error(rc, "the statement of claim_apply");
 }

@@ -19,13 +19,15 @@ Datum
 inbox_complete(PG_FUNCTION_ARGS)
 {
 	const CallSignature *sig = call_signature(fcinfo);
-	InboxInfo  *inbox = registry_lookup(fcinfo, 0, RowExclusiveLock);
+	InboxInfo  *inbox = registry_lookup(fcinfo, 0, RowExclusiveLock, ACL_SELECT | ACL_UPDATE);
 	Datum		id = message_id_from_arg(fcinfo, 1, sig->keytype, inbox);
 	Jsonb	   *result = PG_ARGISNULL(2) ? NULL : PG_GETARG_JSONB_P(2);
 	Datum		values[2] = {id, PointerGetDatum(result)};
 	char		nulls[2] = {' ', result ? ' ' : 'n'};
 	ClaimRow	row;
 	int			stored;
+
+	registry_forbid_row_security(fcinfo, inbox);
 
 	spi_connect();
 	stored = inbox_execute(inbox, SQL_COMPLETE, values, nulls);
@@ -57,7 +59,7 @@ Datum
 inbox_result(PG_FUNCTION_ARGS)
 {
 	const CallSignature *sig = call_signature(fcinfo);
-	InboxInfo  *inbox = registry_lookup(fcinfo, 0, AccessShareLock);
+	InboxInfo  *inbox = registry_lookup(fcinfo, 0, AccessShareLock, ACL_SELECT);
 	Datum		id = message_id_from_arg(fcinfo, 1, sig->keytype, inbox);
 	Jsonb	   *result = NULL;
 

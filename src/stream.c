@@ -96,19 +96,19 @@ position_keys(Oid relid, PositionPlans *p)
 static PositionPlans *
 position_plans(FunctionCallInfo fcinfo)
 {
-	Oid			nspid = get_func_namespace(fcinfo->flinfo->fn_oid);
-	Oid			relid = get_relname_relid("positions", nspid);
+	Oid			nspid = registry_extension_namespace(fcinfo);
+	Oid			relid = registry_extension_relation(fcinfo, "positions");
 	char	   *table;
 	HeapTuple	tuple;
 	Oid			argtypes[4] = {REGCLASSOID, TEXTOID, INT4OID, INT8OID};
 
-	if (!OidIsValid(relid))
-		elog(ERROR, "the positions table of idempotent_inbox is missing");
 	if (relid == plans.relid)
 		return &plans;
 
-	spi_free_plan(&plans.advance);
-	spi_free_plan(&plans.read);
+	/* An outer call may still be running them (retired.c). */
+	retire_plan(plans.advance);
+	retire_plan(plans.read);
+	plans.advance = plans.read = NULL;
 	plans.relid = InvalidOid;
 
 	tuple = SearchSysCache1(RELOID, ObjectIdGetDatum(relid));
@@ -133,15 +133,6 @@ position_plans(FunctionCallInfo fcinfo)
 		3, argtypes);
 	plans.relid = relid;
 	return &plans;
-}
-
-static void
-check_inbox_privilege(InboxInfo *inbox, AclMode mode)
-{
-	AclResult	result = pg_class_aclcheck(inbox->relid, GetUserId(), mode);
-
-	if (result != ACLCHECK_OK)
-		aclcheck_error(result, OBJECT_TABLE, get_rel_name(inbox->relid));
 }
 
 static text *
@@ -197,7 +188,8 @@ execute_as_owner(FunctionCallInfo fcinfo, bool advance, Datum *values)
 	int			rc;
 
 	GetUserIdAndSecContext(&save_userid, &save_sec_context);
-	SetUserIdAndSecContext(p->owner, save_sec_context | SECURITY_LOCAL_USERID_CHANGE);
+	SetUserIdAndSecContext(p->owner, save_sec_context | SECURITY_LOCAL_USERID_CHANGE |
+						   SECURITY_RESTRICTED_OPERATION);
 	rc = SPI_execute_plan(plan, values, NULL, false, 0);
 	SetUserIdAndSecContext(save_userid, save_sec_context);
 	if (rc < 0)
@@ -224,7 +216,7 @@ typedef enum AdvanceResult
 typedef struct PositionRow
 {
 	RowState	state;
-	TransactionId xid;
+	DirtyWait	wait;
 	ItemPointerData tid;
 	int64		offset;
 } PositionRow;
@@ -248,7 +240,7 @@ position_read(Relation rel, Relation index, PositionPlans *p, Datum *keys, Posit
 		ScanKeyInit(&scankeys[i], i + 1, BTEqualStrategyNumber, p->key_eq[i], keys[i]);
 		scankeys[i].sk_collation = index->rd_indcollation[i];
 	}
-	row->state = dirty_lookup(rel, index, scankeys, POSITION_KEYS, &row->xid, &row->tid,
+	row->state = dirty_lookup(rel, index, scankeys, POSITION_KEYS, &row->wait, &row->tid,
 							  read_offset, &row->offset);
 }
 
@@ -300,6 +292,9 @@ position_update(Relation rel, ItemPointer tid, TupleTableSlot *slot)
 	return true;
 }
 
+/* advance writes every column of positions. */
+static const AttrNumber every_position_column[] = {1, 2, 3, ATT_OFFSET, ATT_ADVANCED_AT};
+
 static AdvanceResult
 advance_direct(PositionPlans *p, Datum *keys, int64 offset)
 {
@@ -310,10 +305,16 @@ advance_direct(PositionPlans *p, Datum *keys, int64 offset)
 #ifdef COMPAT_NO_DIRECT_CLAIM
 	return ADVANCE_UNAVAILABLE;
 #endif
+	/* The positions table is written with its owner's rights (see above). */
 	if (IsolationUsesXactSnapshot() || XactReadOnly || IsInParallelMode())
 		return ADVANCE_UNAVAILABLE;
 
 	rel = table_open(p->relid, RowExclusiveLock);
+	if (!direct_access_possible(rel, every_position_column, lengthof(every_position_column)))
+	{
+		table_close(rel, NoLock);
+		return ADVANCE_UNAVAILABLE;
+	}
 	index = index_open(p->pkindex, RowExclusiveLock);
 	while (result == ADVANCE_UNAVAILABLE)
 	{
@@ -326,7 +327,7 @@ advance_direct(PositionPlans *p, Datum *keys, int64 offset)
 		position_read(rel, index, p, keys, &row);
 		if (row.state == ROW_INSERTING || row.state == ROW_CHANGING)
 		{
-			XactLockTableWait(row.xid, rel, &row.tid, XLTW_None);
+			direct_access_wait(rel, &row.wait, &row.tid);
 			continue;
 		}
 		if (row.state == ROW_PRESENT && row.offset >= offset)
@@ -349,7 +350,7 @@ PG_FUNCTION_INFO_V1(inbox_advance);
 Datum
 inbox_advance(PG_FUNCTION_ARGS)
 {
-	InboxInfo  *inbox = registry_lookup(fcinfo, 0, AccessShareLock);
+	InboxInfo  *inbox = registry_lookup(fcinfo, 0, AccessShareLock, ACL_INSERT);
 	text	   *topic = topic_arg(fcinfo);
 	int32		partition = (int32) counter_arg(fcinfo, 2, "partition");
 	int64		offset = counter_arg(fcinfo, 3, "offset");
@@ -358,8 +359,6 @@ inbox_advance(PG_FUNCTION_ARGS)
 	bool		advanced;
 
 	AdvanceResult direct;
-
-	check_inbox_privilege(inbox, ACL_INSERT);
 
 	spi_connect();				/* the plans are SPI plans, made on first use */
 	direct = advance_direct(position_plans(fcinfo), values, offset);
@@ -377,7 +376,7 @@ PG_FUNCTION_INFO_V1(inbox_position);
 Datum
 inbox_position(PG_FUNCTION_ARGS)
 {
-	InboxInfo  *inbox = registry_lookup(fcinfo, 0, AccessShareLock);
+	InboxInfo  *inbox = registry_lookup(fcinfo, 0, AccessShareLock, ACL_SELECT);
 	text	   *topic = topic_arg(fcinfo);
 	int32		partition = (int32) counter_arg(fcinfo, 2, "partition");
 	Datum		values[3] = {ObjectIdGetDatum(inbox->relid), PointerGetDatum(topic),
@@ -385,8 +384,6 @@ inbox_position(PG_FUNCTION_ARGS)
 	bool		found;
 	bool		isnull = true;
 	int64		offset = 0;
-
-	check_inbox_privilege(inbox, ACL_SELECT);
 
 	spi_connect();
 	found = execute_as_owner(fcinfo, false, values) == 1;

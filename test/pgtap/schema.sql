@@ -7,7 +7,7 @@
 -- Everything below, the role included, is rolled back.
 
 BEGIN;
-SELECT plan(165);
+SELECT plan(178);
 
 -- Type names in the expected values are printed the way regtype prints them
 -- with this search_path (so the extension's own types show as inbox.outcome).
@@ -96,6 +96,57 @@ SELECT enum_has_labels('inbox', 'claim_status', '{claimed,duplicate,in_progress}
 SELECT ok((SELECT 'inbox.registry'::regclass::oid = ANY (extconfig)
              FROM pg_extension WHERE extname = 'idempotent_inbox'),
           'inbox.registry is a configuration table of the extension');
+
+-- 0.2: the schema belongs to the extension, which made it (a schema someone
+-- created beforehand is refused, never adopted), and nothing in it can be
+-- captured by an operator someone else defined.
+SELECT is((SELECT extversion FROM pg_extension WHERE extname = 'idempotent_inbox'), '0.2',
+          'the installed version is 0.2');
+SELECT is((SELECT extnamespace::regnamespace::text FROM pg_extension WHERE extname = 'idempotent_inbox'),
+          'pg_catalog', 'the extension is recorded in pg_catalog, and creates schema inbox itself');
+SELECT ok(EXISTS (SELECT 1 FROM pg_depend d
+                   WHERE d.classid = 'pg_namespace'::regclass AND d.objid = 'inbox'::regnamespace
+                     AND d.refclassid = 'pg_extension'::regclass AND d.deptype = 'e'
+                     AND d.refobjid = (SELECT oid FROM pg_extension WHERE extname = 'idempotent_inbox')),
+          'schema inbox is a member of the extension');
+SELECT ok((SELECT r.rolsuper FROM pg_namespace n JOIN pg_roles r ON r.oid = n.nspowner
+            WHERE n.oid = 'inbox'::regnamespace),
+          'schema inbox is owned by a superuser');
+SELECT is(array_agg(c.relname::text ORDER BY c.relname), NULL,
+          'every view of inbox is security_barrier')
+  FROM pg_class c
+ WHERE c.relnamespace = 'inbox'::regnamespace AND c.relkind = 'v'
+   AND NOT coalesce('security_barrier=true' = ANY (c.reloptions), false);
+SELECT is(array_agg(pg_describe_object(d.classid, d.objid, d.objsubid) || ' uses ' || d.refobjid::regoperator::text
+                    ORDER BY 1), NULL,
+          'the views and CHECK constraints of inbox use only pg_catalog''s operators')
+  FROM pg_depend d
+  JOIN pg_operator o ON o.oid = d.refobjid
+ WHERE d.refclassid = 'pg_operator'::regclass
+   AND o.oprnamespace <> 'pg_catalog'::regnamespace
+   AND (d.classid, d.objid) IN (
+         SELECT 'pg_rewrite'::regclass, r.oid FROM pg_rewrite r
+           JOIN pg_class c ON c.oid = r.ev_class WHERE c.relnamespace = 'inbox'::regnamespace
+         UNION ALL
+         SELECT 'pg_constraint'::regclass, k.oid FROM pg_constraint k
+           JOIN pg_class c ON c.oid = k.conrelid WHERE c.relnamespace = 'inbox'::regnamespace);
+-- SQL and PL/pgSQL bodies: no comparison operator outside OPERATOR(pg_catalog.x)
+-- (PL/pgSQL's := is an assignment, not an operator).
+SELECT is(array_agg(p.oid::regprocedure::text ORDER BY 1), NULL,
+          'the SQL and PL/pgSQL functions of inbox write every operator as OPERATOR(pg_catalog.x)')
+  FROM pg_proc p
+ WHERE p.pronamespace = 'inbox'::regnamespace
+   AND p.prolang IN (SELECT oid FROM pg_language WHERE lanname IN ('sql', 'plpgsql'))
+   AND regexp_replace(p.prosrc, 'OPERATOR\(pg_catalog\.[^)]+\)', '', 'g') ~ '(<|>|[^:<>!]=)';
+SELECT is((SELECT count(*) FROM pg_operator WHERE oprnamespace = 'inbox'::regnamespace), 0::bigint,
+          'schema inbox defines no operators');
+SELECT is(inbox.edges_or_null('not json'), NULL, 'a guard_trigger''s edges that are not JSON read as NULL');
+SELECT is(inbox.edges_or_null('[1]'), NULL, 'edges that are JSON but not an object read as NULL');
+SELECT is(inbox.edges_or_null('{"A": ["B"]}'), '{"A": ["B"]}'::jsonb, 'edges that are a JSON object read as jsonb');
+SELECT throws_ok($$SELECT inbox.trigger_arguments('\xff00'::bytea, 1::int2)$$, '22021', NULL,
+                 'trigger_arguments refuses bytes that are not valid in the database encoding');
+SELECT throws_ok($$SELECT inbox.trigger_arguments('\x6100'::bytea, 2::int2)$$, '22P03', NULL,
+                 'trigger_arguments refuses a count larger than what the bytes hold');
 
 -- An inbox table of each key type.
 CREATE SCHEMA tap;

@@ -1,0 +1,75 @@
+-- dedup_trigger finds its inbox relative to the trigger, never by the inserter's
+-- search_path (issue 9, item 10): a decoy inbox earlier on a session's path must
+-- not receive the claims, nor let rows through that were seen.
+\set SHOW_CONTEXT never
+CREATE SCHEMA dedup_app;
+CREATE SCHEMA dedup_decoy;
+SELECT inbox.create_inbox('dedup_app.seen');
+SELECT inbox.create_inbox('dedup_decoy.seen');
+CREATE TABLE dedup_app.events (id text, note text);
+-- Unqualified: the inbox of that name in the table's own schema.
+CREATE TRIGGER dedup BEFORE INSERT ON dedup_app.events
+    FOR EACH ROW EXECUTE FUNCTION inbox.dedup_trigger('seen', 'id');
+INSERT INTO dedup_app.events VALUES ('a', 'first');
+
+-- A session that puts the decoy first on its path, and has seen 'b' in it.
+INSERT INTO dedup_decoy.seen (message_id) VALUES ('b');
+SET search_path = dedup_decoy, dedup_app, public;
+INSERT INTO dedup_app.events VALUES ('a', 'again'), ('b', 'fresh');
+INSERT INTO events VALUES ('c', 'fresh, unqualified table');
+RESET search_path;
+SELECT id, note FROM dedup_app.events ORDER BY id, note;
+SELECT message_id FROM dedup_app.seen ORDER BY 1;
+SELECT message_id FROM dedup_decoy.seen ORDER BY 1;
+
+-- A trigger on a partitioned table is cloned onto its partitions, which may live in
+-- another schema: the name is still resolved where the trigger was created.
+CREATE TABLE dedup_app.parted (id text, part int) PARTITION BY LIST (part);
+CREATE TABLE dedup_decoy.parted_1 PARTITION OF dedup_app.parted FOR VALUES IN (1);
+CREATE TRIGGER dedup BEFORE INSERT ON dedup_app.parted
+    FOR EACH ROW EXECUTE FUNCTION inbox.dedup_trigger('seen', 'id');
+INSERT INTO dedup_app.parted VALUES ('p1', 1), ('a', 1), ('p1', 1);
+SELECT id FROM dedup_app.parted ORDER BY id;
+SELECT count(*) AS decoy_claims FROM dedup_decoy.seen WHERE message_id = 'p1';
+
+-- A qualified name is followed as written, whatever the path.
+CREATE TABLE dedup_app.orders (id text);
+CREATE TRIGGER dedup BEFORE INSERT ON dedup_app.orders
+    FOR EACH ROW EXECUTE FUNCTION inbox.dedup_trigger('dedup_decoy.seen', 'id');
+SET search_path = dedup_app, public;
+INSERT INTO dedup_app.orders VALUES ('b'), ('d');
+RESET search_path;
+SELECT id FROM dedup_app.orders;
+
+-- An unqualified name not in the table's schema is an error even when the
+-- inserter's path would find one: 42P01, with a hint to qualify it.
+SELECT inbox.create_inbox('dedup_elsewhere');
+CREATE TABLE dedup_app.misnamed (id text);
+CREATE TRIGGER dedup BEFORE INSERT ON dedup_app.misnamed
+    FOR EACH ROW EXECUTE FUNCTION inbox.dedup_trigger('dedup_elsewhere', 'id');
+INSERT INTO dedup_app.misnamed VALUES ('x');
+\echo :SQLSTATE
+
+-- The OID is remembered per trigger but found again when the inbox is replaced.
+SELECT inbox.drop_inbox('dedup_app.seen');
+SELECT inbox.create_inbox('dedup_app.seen');
+INSERT INTO dedup_app.events VALUES ('a', 'after the inbox was replaced');
+SELECT message_id FROM dedup_app.seen ORDER BY 1;
+ALTER TABLE dedup_app.seen RENAME TO seen_renamed;
+INSERT INTO dedup_app.events VALUES ('e', 'inbox renamed away');
+\echo :SQLSTATE
+
+-- Rights are checked before the inbox is locked: 42501.
+CREATE ROLE regress_dedup_loader;
+GRANT USAGE ON SCHEMA dedup_app, dedup_decoy TO regress_dedup_loader;
+GRANT INSERT ON dedup_app.orders TO regress_dedup_loader;
+SET ROLE regress_dedup_loader;
+INSERT INTO dedup_app.orders VALUES ('f');
+\echo :SQLSTATE
+RESET ROLE;
+
+SET client_min_messages = warning;
+DROP SCHEMA dedup_app, dedup_decoy CASCADE;
+RESET client_min_messages;
+DROP ROLE regress_dedup_loader;
+SELECT inbox.drop_inbox('dedup_elsewhere');

@@ -1,0 +1,218 @@
+/*
+ * inbox_shape.c
+ *		Is this table still the inbox create_inbox made?
+ *
+ * The owner of an inbox can alter it at any time: retype, drop or rename a
+ * column, replace the primary key, make the table unlogged.  The claim paths
+ * read and write its rows by attribute number and type (claim_row.c,
+ * claim_direct.c), so every fact they rely on is checked here whenever an inbox's
+ * cache entry is loaded, and a relcache invalidation (which any such ALTER sends)
+ * reloads it.  Anything unexpected is SQLSTATE 55000 (inbox_shape_error), never
+ * a guess.
+ *
+ * What is checked:
+ *	- an ordinary, permanent table (claims must survive a crash);
+ *	- message_id of exactly the registered key type, and for text a
+ *	  deterministic collation (equal ids must have equal bytes);
+ *	- a primary key on exactly (message_id): one column, no expression or
+ *	  predicate, btree with the type's default operator class and a
+ *	  deterministic collation, checked immediately, valid;
+ *	- claimed_at, timestamptz;
+ *	- each lease column, when present, of exactly its type (they may be missing
+ *	  in inboxes made before they existed; lease features then say so).
+ * Columns the owner added are allowed and left alone.
+ */
+#include "postgres.h"
+
+#include "access/genam.h"
+#include "access/htup_details.h"
+#include "access/table.h"
+#include "catalog/pg_am.h"
+#include "catalog/pg_class.h"
+#include "catalog/pg_collation.h"
+#include "catalog/pg_index.h"
+#include "catalog/pg_opclass.h"
+#include "catalog/pg_proc.h"
+#include "catalog/pg_type.h"
+#include "commands/defrem.h"
+#include "nodes/makefuncs.h"
+#include "rewrite/rewriteHandler.h"
+#include "utils/builtins.h"
+#include "utils/fmgroids.h"
+#include "utils/lsyscache.h"
+#include "utils/rel.h"
+#include "utils/syscache.h"
+
+#include "inbox.h"
+
+/* The type each of create_inbox's columns must have, by InboxColumn. */
+static const Oid column_types[INBOX_NUM_COLUMNS] = {
+	[COL_CLAIMED_AT] = TIMESTAMPTZOID,
+	[COL_FINGERPRINT] = BYTEAOID,
+	[COL_RESULT] = JSONBOID,
+	[COL_TOKEN] = INT8OID,
+	[COL_LEASE_UNTIL] = TIMESTAMPTZOID,
+	[COL_HOLDER_PID] = INT4OID,
+	[COL_HOLDER_STARTED] = TIMESTAMPTZOID,
+};
+
+/* The 55000 error for a problem found by inbox_shape_problem. */
+void
+inbox_shape_error(Relation rel, const char *problem)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+			 errmsg("inbox \"%s\" no longer has the shape create_inbox made",
+					RelationGetRelationName(rel)),
+			 errdetail_internal("%s", problem),
+			 errhint("Undo the change, or create a new inbox with inbox.create_inbox() and copy the claims into it.")));
+}
+
+static bool
+collation_ok(Oid collation)
+{
+	return !OidIsValid(collation) || get_collation_isdeterministic(collation);
+}
+
+/*
+ * The live column called name, with exactly type typid and no typmod; 0 if
+ * missing and not required.  Sets *problem otherwise.
+ */
+static AttrNumber
+column_of_type(Relation rel, const char *name, Oid typid, bool required, char **problem)
+{
+	TupleDesc	desc = RelationGetDescr(rel);
+
+	if (*problem != NULL)
+		return InvalidAttrNumber;
+
+	for (int i = 0; i < desc->natts; i++)
+	{
+		Form_pg_attribute att = TupleDescAttr(desc, i);
+
+		if (att->attisdropped || strcmp(NameStr(att->attname), name) != 0)
+			continue;
+		if (att->atttypid != typid || att->atttypmod != -1)
+			*problem = psprintf("Column \"%s\" is of type %s; it must be %s.", name,
+								format_type_with_typemod(att->atttypid, att->atttypmod),
+								format_type_be(typid));
+		else if (!collation_ok(att->attcollation))
+			*problem = psprintf("Column \"%s\" has a nondeterministic collation.", name);
+		return *problem == NULL ? att->attnum : InvalidAttrNumber;
+	}
+	if (required)
+		*problem = psprintf("Column \"%s\" is missing.", name);
+	return InvalidAttrNumber;
+}
+
+/* The operator class of a one-column index. */
+static Oid
+opclass_of(Relation index)
+{
+	bool		isnull;
+	Datum		indclass = SysCacheGetAttr(INDEXRELID, index->rd_indextuple,
+										   Anum_pg_index_indclass, &isnull);
+
+	return isnull ? InvalidOid : ((oidvector *) DatumGetPointer(indclass))->values[0];
+}
+
+/* The primary key must be exactly the one create_inbox made. */
+static Oid
+check_primary_key(Relation rel, AttrNumber key_attnum, Oid keytype, RegProcedure *key_eq,
+				  char **problem_out)
+{
+	Oid			pkindex = RelationGetPrimaryKeyIndex(rel);
+	Relation	index;
+	Form_pg_index form;
+	Oid			eqop;
+	char	   *problem = NULL;
+
+	if (*problem_out != NULL)
+		return InvalidOid;
+	if (!OidIsValid(pkindex))
+	{
+		*problem_out = "It has no primary key, or only a deferrable one.";
+		return InvalidOid;
+	}
+
+	index = index_open(pkindex, AccessShareLock);
+	form = index->rd_index;
+	if (form->indnatts != 1 || form->indnkeyatts != 1 || form->indkey.values[0] != key_attnum)
+		problem = "Its primary key is not exactly (message_id).";
+	else if (!heap_attisnull(index->rd_indextuple, Anum_pg_index_indexprs, NULL) ||
+			 !heap_attisnull(index->rd_indextuple, Anum_pg_index_indpred, NULL))
+		problem = "Its primary key has an expression or a predicate.";
+	else if (index->rd_rel->relam != BTREE_AM_OID ||
+			 opclass_of(index) != GetDefaultOpClass(keytype, BTREE_AM_OID))
+		problem = "Its primary key does not use the default btree operator class of the key type.";
+	else if (!collation_ok(index->rd_indcollation[0]))
+		problem = "Its primary key has a nondeterministic collation.";
+	else if (!form->indimmediate || !form->indisvalid || !form->indisready)
+		problem = "Its primary key is deferrable or not valid.";
+
+	if (problem == NULL)
+	{
+		eqop = get_opfamily_member(index->rd_opfamily[0], keytype, keytype,
+								   BTEqualStrategyNumber);
+		if (!OidIsValid(eqop))
+			problem = "Its primary key has no equality operator.";
+		else
+			*key_eq = get_opcode(eqop);
+	}
+	index_close(index, AccessShareLock);
+	*problem_out = problem;
+	return pkindex;
+}
+
+/*
+ * Fill the table facts of an entry (pkindex, key_eq, key_attnum, columns) from
+ * rel, whose registered key type is inbox->keytype.  Returns NULL, or what is
+ * wrong, as a sentence for inbox_shape_error.
+ */
+char *
+inbox_shape_problem(Relation rel, InboxInfo *inbox)
+{
+	char	   *problem = NULL;
+
+	if (rel->rd_rel->relkind != RELKIND_RELATION)
+		return "It is no longer an ordinary table.";
+	if (rel->rd_rel->relpersistence != RELPERSISTENCE_PERMANENT)
+		return "It is unlogged or temporary: claims would not survive a crash.";
+
+	inbox->key_attnum = column_of_type(rel, "message_id", inbox->keytype, true, &problem);
+	for (int c = 0; c < INBOX_NUM_COLUMNS; c++)
+		inbox->columns[c] = column_of_type(rel, inbox_column_names[c], column_types[c],
+										   c == COL_CLAIMED_AT, &problem);
+	inbox->pkindex = check_primary_key(rel, inbox->key_attnum, inbox->keytype,
+									   &inbox->key_eq, &problem);
+	return problem;
+}
+
+/* Is the default of attribute attnum exactly now()? */
+static bool
+default_is_now(Relation rel, AttrNumber attnum)
+{
+	Node	   *expr = build_column_default(rel, attnum);
+
+	return expr != NULL && IsA(expr, FuncExpr) &&
+		((FuncExpr *) expr)->funcid == F_NOW && ((FuncExpr *) expr)->args == NIL;
+}
+
+/*
+ * May claims of this inbox skip the executor?  They fill message_id and
+ * claimed_at, the latter with what its default would give: so the default must
+ * be now(), and everything else direct_access_possible asks.
+ */
+bool
+inbox_shape_direct_ok(Relation rel, const InboxInfo *inbox)
+{
+	AttrNumber	filled[2] = {inbox->key_attnum, inbox->columns[COL_CLAIMED_AT]};
+	Form_pg_attribute key = TupleDescAttr(RelationGetDescr(rel), inbox->key_attnum - 1);
+	Form_pg_attribute claimed_at =
+		TupleDescAttr(RelationGetDescr(rel), inbox->columns[COL_CLAIMED_AT] - 1);
+
+	if (key->attidentity || key->attgenerated || claimed_at->attgenerated ||
+		!claimed_at->atthasdef || !default_is_now(rel, claimed_at->attnum))
+		return false;
+	return direct_access_possible(rel, filled, 2);
+}

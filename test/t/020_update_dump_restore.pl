@@ -1,0 +1,67 @@
+
+# A database updated from 0.1 to 0.2 dumps and restores like a fresh 0.2 one: the
+# update records the extension in pg_catalog and makes schema inbox a member, so the
+# dump says CREATE EXTENSION ... WITH SCHEMA pg_catalog and no CREATE SCHEMA inbox
+# (which 0.2 would refuse), and the restored inboxes still know their claims.
+
+use strict;
+use warnings;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+
+my $node = PostgreSQL::Test::Cluster->new('update_dump_restore');
+$node->init;
+$node->start;
+
+my $dumpdir = PostgreSQL::Test::Utils::tempdir;
+
+$node->safe_psql('postgres', 'CREATE DATABASE source');
+$node->safe_psql(
+	'source', q{
+CREATE EXTENSION idempotent_inbox VERSION '0.1';
+CREATE SCHEMA app;
+SELECT inbox.create_inbox('app.orders', 'text', '7 days');
+SELECT inbox.create_inbox('app.events', 'uuid');
+SELECT inbox.create_inbox('app.offsets', 'bigint');
+SELECT inbox.claim('app.orders', 'o1'), inbox.claim('app.events', md5('e1')::uuid),
+       inbox.claim('app.offsets', 1::bigint);
+SELECT inbox.advance('app.offsets', 'topic', 0, 10);
+ALTER EXTENSION idempotent_inbox UPDATE TO '0.2';
+});
+
+$node->command_ok([ 'pg_dump', '-d', 'source', '-f', "$dumpdir/updated.sql" ],
+	'dump of the updated database');
+my $dump = slurp_file("$dumpdir/updated.sql");
+like($dump, qr/CREATE EXTENSION IF NOT EXISTS idempotent_inbox WITH SCHEMA pg_catalog;/,
+	'the dump creates the extension as a fresh 0.2 install does');
+unlike($dump, qr/CREATE SCHEMA inbox/, 'the dump does not create schema inbox itself');
+
+$node->safe_psql('postgres', 'CREATE DATABASE restored');
+$node->command_ok(
+	[ 'psql', '-X', '-q', '-v', 'ON_ERROR_STOP=1', '-d', 'restored', '-f', "$dumpdir/updated.sql" ],
+	'the dump restores without error');
+
+my $state = q{
+SELECT extversion, extnamespace::regnamespace,
+       (SELECT count(*) FROM pg_depend d WHERE d.classid = 'pg_namespace'::regclass
+           AND d.objid = 'inbox'::regnamespace AND d.refobjid = e.oid AND d.deptype = 'e')
+  FROM pg_extension e WHERE extname = 'idempotent_inbox'};
+is($node->safe_psql('restored', $state), '0.2|pg_catalog|1',
+	'restored: 0.2, recorded in pg_catalog, schema inbox a member');
+is($node->safe_psql('restored', $state), $node->safe_psql('source', $state),
+	'restored and source agree');
+
+my $inboxes = q{SELECT inbox, key_type, retention FROM inbox.inboxes ORDER BY 1::text};
+is($node->safe_psql('restored', $inboxes), $node->safe_psql('source', $inboxes),
+	'restored: the same inboxes with the same settings');
+is( $node->safe_psql(
+		'restored', q{
+SELECT inbox.claim('app.orders', 'o1'), inbox.claim('app.events', md5('e1')::uuid),
+       inbox.claim('app.offsets', 1::bigint), inbox.claim('app.orders', 'o2'),
+       inbox.advance('app.offsets', 'topic', 0, 10)}),
+	'f|f|f|t|f',
+	'restored: old ids are duplicates, a fresh one is claimed, the position is kept');
+
+$node->stop;
+done_testing();
