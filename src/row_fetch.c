@@ -9,16 +9,27 @@
  * SPI would, so it sees what this transaction wrote a moment ago; index scans with
  * an MVCC snapshot take the same SSI predicate locks as a SELECT.
  *
- * A SELECT would also check privileges and apply row-level security.  So the fast
- * path is taken only when the caller may read the whole table and no policy
- * applies; otherwise callers fall back to an SQL statement, which does both.
+ * Reading past the executor skips what it would have done, so the direct read is
+ * gated on this list, every item of which sends the caller to the SQL path instead
+ * (row_fetch_allowed), and row_fetch re-checks the items it relies on:
+ *	rights		SELECT on the whole table (column privileges: the SQL path)
+ *	row security	no policy applies to the caller (check_enable_rls)
+ *	relation kind	a plain table with storage: a partitioned table's rows live in
+ *			its partitions and its indexes have none; the executor routes
+ *	temporary	only this session's (shape_open refuses other sessions')
+ *	index		a valid btree unique index of this very table (shape_unique_key)
+ *	inheritance	the index holds the table's own rows only, as ON CONFLICT and
+ *			the generated statements (FROM ONLY) see them
+ * Writes never take this path: they are always statements.
  */
 #include "postgres.h"
 
 #include "access/genam.h"
+#include "access/relation.h"
 #include "access/table.h"
 #include "access/tableam.h"
 #include "access/xact.h"
+#include "catalog/pg_am.h"
 #include "executor/tuptable.h"
 #include "miscadmin.h"
 #include "utils/acl.h"
@@ -35,8 +46,24 @@ row_fetch_allowed(Relation rel)
 {
 	Oid			relid = RelationGetRelid(rel);
 
-	return pg_class_aclcheck(relid, GetUserId(), ACL_SELECT) == ACLCHECK_OK &&
+	return rel->rd_rel->relkind == RELKIND_RELATION &&
+		!RELATION_IS_OTHER_TEMP(rel) &&
+		pg_class_aclcheck(relid, GetUserId(), ACL_SELECT) == ACLCHECK_OK &&
 		check_enable_rls(relid, InvalidOid, true) != RLS_ENABLED;
+}
+
+/* The items of the list above that row_fetch itself depends on to be safe. */
+static void
+CheckDirectRead(Relation rel, Relation index)
+{
+	if (rel->rd_rel->relkind != RELKIND_RELATION || RELATION_IS_OTHER_TEMP(rel) ||
+		index->rd_rel->relkind != RELKIND_INDEX || index->rd_rel->relam != BTREE_AM_OID ||
+		index->rd_index->indrelid != RelationGetRelid(rel) || !index->rd_index->indisvalid)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("\"%s\" cannot be read through index \"%s\"",
+						RelationGetRelationName(rel), RelationGetRelationName(index)),
+				 errdetail("Only a plain table's valid btree unique index is read directly.")));
 }
 
 /*
@@ -48,14 +75,21 @@ bool
 row_fetch(Relation rel, Oid keyindex, const Datum *row, const bool *rownulls,
 		  Datum *stored, bool *storednulls)
 {
-	Relation	index = index_open(keyindex, AccessShareLock);
-	int			nkeys = index->rd_index->indnkeyatts;
+	Relation	index = try_relation_open(keyindex, AccessShareLock);
+	int			nkeys;
 	ScanKeyData keys[INDEX_MAX_KEYS];
 	Snapshot	snapshot;
 	IndexScanDesc scan;
 	TupleTableSlot *slot;
 	bool		found = false;
 
+	/* Dropped meanwhile by a trigger of this very call: its statements tell why. */
+	if (index == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("the key of \"%s\" was dropped during the call", RelationGetRelationName(rel))));
+	CheckDirectRead(rel, index);
+	nkeys = index->rd_index->indnkeyatts;
 	for (int i = 0; i < nkeys; i++)
 	{
 		AttrNumber	attnum = index->rd_index->indkey.values[i];

@@ -29,14 +29,14 @@
  * A converter lives in its own context, apart from its hash entry: an
  * invalidation can arrive in the middle of a conversion (a catalog lock taken by
  * jsonb_populate_record, a domain check that runs DDL), and the converter must
- * outlive that conversion.
+ * outlive that conversion.  So a forgotten converter is retired (retired.c), not
+ * freed: its context goes when the transaction ends, when no conversion can be
+ * running, the protocol every cache of the extension follows.
  */
 typedef struct RowConverter
 {
 	MemoryContext cxt;			/* holds this, the FmgrInfo, its expression and cache */
 	FmgrInfo	populate;
-	int			pins;			/* conversions under way */
-	bool		stale;			/* forgotten: freed when the last conversion ends */
 } RowConverter;
 
 typedef struct ConverterEntry
@@ -46,13 +46,6 @@ typedef struct ConverterEntry
 } ConverterEntry;
 
 static HTAB *Converters = NULL;
-
-static void
-release_converter(RowConverter *converter)
-{
-	if (converter->stale && converter->pins == 0)
-		MemoryContextDelete(converter->cxt);
-}
 
 static void
 forget_converter(Datum arg, Oid relid)
@@ -67,8 +60,7 @@ forget_converter(Datum arg, Oid relid)
 	{
 		if (OidIsValid(relid) && entry->relid != relid)
 			continue;
-		entry->converter->stale = true;
-		release_converter(entry->converter);
+		retire_context(entry->converter->cxt);
 		hash_search(Converters, &entry->relid, HASH_REMOVE, NULL);
 	}
 }
@@ -119,26 +111,6 @@ converter_for(Relation rel)
 	return converter;
 }
 
-/* One conversion, with the converter pinned against invalidation meanwhile. */
-static Datum
-convert_pinned(RowConverter *converter, FunctionCallInfo fcinfo)
-{
-	volatile Datum record = (Datum) 0;
-
-	converter->pins++;
-	PG_TRY();
-	{
-		record = FunctionCallInvoke(fcinfo);
-	}
-	PG_FINALLY();
-	{
-		converter->pins--;
-		release_converter(converter);
-	}
-	PG_END_TRY();
-	return record;
-}
-
 /*
  * Fill values and nulls, indexed by attribute number - 1, with the object's
  * values for every column of rel (NULL for columns the object does not name).
@@ -156,7 +128,7 @@ row_values_from_jsonb(Relation rel, Jsonb *object, Datum *values, bool *nulls)
 	fcinfo->args[0].isnull = true;
 	fcinfo->args[1].value = JsonbPGetDatum(object);
 	fcinfo->args[1].isnull = false;
-	record = convert_pinned(converter, fcinfo);
+	record = FunctionCallInvoke(fcinfo);
 	if (fcinfo->isnull)
 		elog(ERROR, "jsonb_populate_record returned NULL");
 

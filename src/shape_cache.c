@@ -6,8 +6,17 @@
  *
  * Building them costs catalog lookups and string formatting that a call would
  * otherwise pay every time.  A relcache invalidation of the table (any DDL on it
- * or its indexes, a rename) drops its entries.  Callers get a copy, because an
- * invalidation can arrive at any lock they take while they use it.
+ * or its indexes, a rename) drops its entries, and any change to a schema or an
+ * operator drops them all (forget_all_shapes); callers look up only once the table
+ * is locked, so what they find matches the table they hold.  An invalidation can
+ * arrive at any lock a caller takes while it uses the statements, and a trigger
+ * fired by its statements may call upsert or transition on the same table,
+ * replacing or dropping the entry: so an entry is never freed when it is dropped
+ * or replaced, only retired (retired.c) and freed when the transaction ends, when
+ * no call can be using it.  The protocol every cache of the extension follows.
+ * The statements themselves are plain text; the plans statement_cache keeps for
+ * them are keyed by text and parameter types and re-planned by the plancache when
+ * the table changes.
  */
 #include "postgres.h"
 
@@ -15,6 +24,7 @@
 #include "utils/inval.h"
 #include "utils/memutils.h"
 #include "utils/rel.h"
+#include "utils/syscache.h"
 
 #include "inbox.h"
 #include "table_shape.h"
@@ -33,7 +43,7 @@ struct ShapeEntry
 	ShapeKey	key;
 	Bitmapset  *columns;		/* exact sets, to tell hash collisions apart */
 	Bitmapset  *requested_keys;
-	ShapeStatements statements;
+	ShapeStatements *statements;	/* all of it in statements->cxt */
 };
 
 static HTAB *ShapeCache = NULL;
@@ -51,9 +61,22 @@ forget_shapes(Datum arg, Oid relid)
 	{
 		if (OidIsValid(relid) && entry->key.relid != relid)
 			continue;
-		MemoryContextDelete(entry->statements.cxt);
+		retire_context(entry->statements->cxt);
 		hash_search(ShapeCache, &entry->key, HASH_REMOVE, NULL);
 	}
+}
+
+/*
+ * The statements name the table's schema and the operators' schemas by name,
+ * which a relcache invalidation of the table does not cover: after ALTER SCHEMA
+ * RENAME (or an operator moved by ALTER OPERATOR ... SET SCHEMA) a kept
+ * statement would name whatever now has the old name, another table or another
+ * operator.  Any change to a schema or an operator drops every entry.
+ */
+static void
+forget_all_shapes(Datum arg, int cacheid, uint32 hashvalue)
+{
+	forget_shapes(arg, InvalidOid);
 }
 
 void
@@ -67,6 +90,8 @@ shape_cache_init(void)
 	ShapeCache = hash_create("idempotent_inbox shapes", 32, &ctl,
 							 HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
 	CacheRegisterRelcacheCallback(forget_shapes, (Datum) 0);
+	CacheRegisterSyscacheCallback(NAMESPACEOID, forget_all_shapes, (Datum) 0);
+	CacheRegisterSyscacheCallback(OPEROID, forget_all_shapes, (Datum) 0);
 }
 
 static uint32
@@ -88,22 +113,6 @@ shape_key(ShapeKey *key, Relation rel, int kind, Bitmapset *columns,
 	key->keys_hash = columns_hash(requested_keys);
 }
 
-/* A copy in the caller's memory: an invalidation may drop the entry at any lock. */
-static ShapeStatements *
-copy_statements(const ShapeStatements *from)
-{
-	ShapeStatements *copy = palloc(sizeof(ShapeStatements));
-
-	copy->cxt = NULL;
-	copy->fresh_rate = from->fresh_rate;
-	copy->update_rate = from->update_rate;
-	copy->keyindex = from->keyindex;
-	copy->keys = bms_copy(from->keys);
-	for (int i = 0; i < SHAPE_MAX_STATEMENTS; i++)
-		copy->sql[i] = from->sql[i] ? pstrdup(from->sql[i]) : NULL;
-	return copy;
-}
-
 /*
  * The statements cached for this shape, or NULL.  On NULL the caller builds them
  * and hands them to shape_cache_store.
@@ -120,7 +129,7 @@ shape_cache_lookup(Relation rel, int kind, Bitmapset *columns, Bitmapset *reques
 	entry = hash_search(ShapeCache, &key, HASH_FIND, NULL);
 	if (entry != NULL && bms_equal(entry->columns, columns) &&
 		bms_equal(entry->requested_keys, requested_keys))
-		return copy_statements(&entry->statements);
+		return entry->statements;
 	return NULL;
 }
 
@@ -137,24 +146,28 @@ shape_cache_store(Relation rel, int kind, Bitmapset *columns, Bitmapset *request
 	bool		found;
 	MemoryContext cxt;
 	MemoryContext oldcxt;
+	ShapeStatements *kept;
 
 	shape_key(&key, rel, kind, columns, requested_keys, extra);
 
 	cxt = AllocSetContextCreate(CacheMemoryContext, "idempotent_inbox shape", ALLOCSET_SMALL_SIZES);
 	oldcxt = MemoryContextSwitchTo(cxt);
+	kept = palloc0(sizeof(ShapeStatements));
+	kept->cxt = cxt;
+	kept->keyindex = statements->keyindex;
+	kept->keys = bms_copy(statements->keys);
+	for (int i = 0; i < SHAPE_MAX_STATEMENTS; i++)
+		kept->sql[i] = statements->sql[i] ? pstrdup(statements->sql[i]) : NULL;
+	columns = bms_copy(columns);
+	requested_keys = bms_copy(requested_keys);
+	MemoryContextSwitchTo(oldcxt);
+
 	entry = hash_search(ShapeCache, &key, HASH_ENTER, &found);
 	if (found)
-		MemoryContextDelete(entry->statements.cxt);
-	entry->columns = bms_copy(columns);
-	entry->requested_keys = bms_copy(requested_keys);
-	entry->statements.cxt = cxt;
-	entry->statements.fresh_rate = 0;
-	entry->statements.update_rate = 0;
-	entry->statements.keyindex = statements->keyindex;
-	entry->statements.keys = bms_copy(statements->keys);
-	for (int i = 0; i < SHAPE_MAX_STATEMENTS; i++)
-		entry->statements.sql[i] = statements->sql[i] ? pstrdup(statements->sql[i]) : NULL;
-	MemoryContextSwitchTo(oldcxt);
+		retire_context(entry->statements->cxt);
+	entry->columns = columns;
+	entry->requested_keys = requested_keys;
+	entry->statements = kept;
 }
 
 /*
@@ -171,10 +184,11 @@ shape_cache_record(Relation rel, int kind, Bitmapset *columns, Bitmapset *reques
 
 	shape_key(&key, rel, kind, columns, requested_keys, extra);
 	entry = hash_search(ShapeCache, &key, HASH_FIND, NULL);
-	if (entry != NULL && bms_equal(entry->columns, columns))
+	if (entry != NULL && bms_equal(entry->columns, columns) &&
+		bms_equal(entry->requested_keys, requested_keys))
 	{
-		share_record(&entry->statements.fresh_rate, fresh);
-		share_record(&entry->statements.update_rate, updated);
+		share_record(&entry->statements->fresh_rate, fresh);
+		share_record(&entry->statements->update_rate, updated);
 	}
 }
 

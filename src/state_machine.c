@@ -13,13 +13,18 @@
  *
  * An UPDATE that leaves the state as it was is not a transition and always passes.
  * NULL is not a state: moving to or from NULL is refused like any other illegal
- * change.
+ * change.  States compare by their text form as values of the column's type
+ * (shape_state_text), as transition compares them.  A machine is checked the same
+ * way whether guard_transitions installs it or someone created the trigger by hand
+ * (machine_build): anything else is a clear error, never a read of a malformed one.
  */
 #include "postgres.h"
 
+#include "access/genam.h"
 #include "access/htup_details.h"
 #include "access/table.h"
 #include "catalog/pg_trigger.h"
+#include "utils/fmgroids.h"
 #include "common/hashfn.h"
 #include "commands/trigger.h"
 #include "executor/spi.h"
@@ -27,6 +32,7 @@
 #include "miscadmin.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
+#include "utils/json.h"
 #include "utils/jsonb.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
@@ -81,110 +87,159 @@ find_machine(Relation rel, const char *column, Oid nspid)
 	return NULL;
 }
 
-static Jsonb *
-parse_edges(const char *text)
+/*
+ * A machine as its edges, every state in its text form as a value of the column's
+ * type (shape_state_text), so that states compare the way transition compares them.
+ */
+typedef struct StateMachine
 {
-	return DatumGetJsonbP(DirectFunctionCall1(jsonb_in, CStringGetDatum(text)));
+	int			nedges;
+	char	  **from;
+	char	  **to;
+} StateMachine;
+
+/* Where an error about a machine stored in a trigger comes from. */
+typedef struct MachineSource
+{
+	const char *trigger;
+	Relation	rel;
+} MachineSource;
+
+static void
+machine_error_context(void *arg)
+{
+	MachineSource *source = (MachineSource *) arg;
+
+	errcontext("state machine of trigger \"%s\" on \"%s\"",
+			   source->trigger, RelationGetRelationName(source->rel));
+}
+
+static void
+machine_add(StateMachine *machine, int *room, const char *from, const char *to)
+{
+	for (int i = 0; i < machine->nedges; i++)
+		if (strcmp(machine->from[i], from) == 0 && strcmp(machine->to[i], to) == 0)
+			return;
+	if (machine->nedges == *room)
+	{
+		*room *= 2;
+		machine->from = repalloc(machine->from, sizeof(char *) * *room);
+		machine->to = repalloc(machine->to, sizeof(char *) * *room);
+	}
+	machine->from[machine->nedges] = pstrdup(from);
+	machine->to[machine->nedges] = pstrdup(to);
+	machine->nedges++;
+}
+
+/*
+ * Edges are {"state": ["state", ...], ...} and nothing else, and every state is a
+ * value of the column's type.  The one check of a machine's shape, whether it
+ * comes from guard_transitions or from a trigger someone created by hand.
+ */
+static StateMachine *
+machine_build(Relation rel, AttrNumber attnum, Jsonb *edges)
+{
+	StateMachine *machine = palloc0(sizeof(StateMachine));
+	int			room = 8;
+	JsonbIterator *it;
+	JsonbValue	v;
+	JsonbIteratorToken tok;
+	char	   *from = NULL;
+	char	   *from_text = NULL;
+
+	machine->from = palloc(sizeof(char *) * room);
+	machine->to = palloc(sizeof(char *) * room);
+	if (!JB_ROOT_IS_OBJECT(edges))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("edges must be a jsonb object"),
+				 errhint("Write edges like {\"PENDING\": [\"PAID\", \"CANCELLED\"]}.")));
+
+	it = JsonbIteratorInit(&edges->root);
+	while ((tok = JsonbIteratorNext(&it, &v, true)) != WJB_DONE)
+	{
+		JsonbIterator *targets;
+		JsonbIteratorToken ttok;
+		JsonbValue	t;
+
+		if (tok == WJB_KEY)
+		{
+			from = pnstrdup(v.val.string.val, v.val.string.len);
+			from_text = shape_state_text(rel, attnum, from, NULL);
+			continue;
+		}
+		if (tok != WJB_VALUE)
+			continue;
+		if (v.type != jbvBinary || !JsonContainerIsArray(v.val.binary.data))
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("edges of state \"%s\" must be an array of states", from),
+					 errhint("Write edges like {\"PENDING\": [\"PAID\", \"CANCELLED\"]}.")));
+		targets = JsonbIteratorInit(v.val.binary.data);
+		while ((ttok = JsonbIteratorNext(&targets, &t, true)) != WJB_DONE)
+		{
+			if (ttok != WJB_ELEM)
+				continue;
+			if (t.type != jbvString)
+				ereport(ERROR,
+						(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+						 errmsg("edges of state \"%s\" must list states as strings", from)));
+			machine_add(machine, &room, from_text,
+						shape_state_text(rel, attnum, pnstrdup(t.val.string.val, t.val.string.len), NULL));
+		}
+	}
+	return machine;
+}
+
+/* The machine a trigger holds, checked as guard_transitions checks a new one. */
+static StateMachine *
+machine_from_trigger(Relation rel, AttrNumber attnum, const Trigger *trigger)
+{
+	MachineSource source = {trigger->tgname, rel};
+	ErrorContextCallback callback;
+	StateMachine *machine;
+	Jsonb	   *edges;
+
+	callback.callback = machine_error_context;
+	callback.arg = &source;
+	callback.previous = error_context_stack;
+	error_context_stack = &callback;
+	edges = DatumGetJsonbP(DirectFunctionCall1(jsonb_in, CStringGetDatum(trigger->tgargs[1])));
+	machine = machine_build(rel, attnum, edges);
+	error_context_stack = callback.previous;
+	return machine;
 }
 
 /* Does the machine allow from -> to? */
 static bool
-edge_allowed(Jsonb *edges, const char *from, const char *to)
+edge_allowed(const StateMachine *machine, const char *from, const char *to)
 {
-	JsonbValue *targets = getKeyJsonValueFromContainer(&edges->root, from, strlen(from), NULL);
-	JsonbIterator *it;
-	JsonbValue	v;
-	JsonbIteratorToken tok;
-
-	if (targets == NULL || targets->type != jbvBinary)
-		return false;
-	it = JsonbIteratorInit(targets->val.binary.data);
-	while ((tok = JsonbIteratorNext(&it, &v, true)) != WJB_DONE)
-		if (tok == WJB_ELEM && v.type == jbvString &&
-			v.val.string.len == (int) strlen(to) && memcmp(v.val.string.val, to, v.val.string.len) == 0)
+	for (int i = 0; i < machine->nedges; i++)
+		if (strcmp(machine->from[i], from) == 0 && strcmp(machine->to[i], to) == 0)
 			return true;
 	return false;
 }
 
 /*
- * The states a machine allows moving to to_state from, as text[], or NULL when no
- * machine guards the column.
+ * The states a machine allows moving to to_state (in its text form) from, as
+ * text[] of text forms, or NULL when no machine guards the column.
  */
 ArrayType *
 state_machine_sources(Relation rel, const char *column, const char *to_state, Oid nspid)
 {
 	const Trigger *trigger = find_machine(rel, column, nspid);
-	Jsonb	   *edges;
-	JsonbIterator *it;
-	JsonbValue	v;
-	JsonbIteratorToken tok;
+	StateMachine *machine;
 	ArrayBuildState *sources;
 
 	if (trigger == NULL)
 		return NULL;
-	edges = parse_edges(trigger->tgargs[1]);
+	machine = machine_from_trigger(rel, shape_column(rel, column), trigger);
 	sources = initArrayResult(TEXTOID, CurrentMemoryContext, false);
-	it = JsonbIteratorInit(&edges->root);
-	while ((tok = JsonbIteratorNext(&it, &v, true)) != WJB_DONE)
-	{
-		if (tok == WJB_KEY)
-		{
-			char	   *from = pnstrdup(v.val.string.val, v.val.string.len);
-
-			if (edge_allowed(edges, from, to_state))
-				accumArrayResult(sources, CStringGetTextDatum(from), false, TEXTOID,
-								 CurrentMemoryContext);
-		}
-	}
+	for (int i = 0; i < machine->nedges; i++)
+		if (strcmp(machine->to[i], to_state) == 0)
+			accumArrayResult(sources, CStringGetTextDatum(machine->from[i]), false, TEXTOID,
+							 CurrentMemoryContext);
 	return DatumGetArrayTypeP(makeArrayResult(sources, CurrentMemoryContext));
-}
-
-/* Every state named by the machine must be a value of the column's type. */
-static void
-CheckStateValue(Relation rel, AttrNumber attnum, const char *state)
-{
-	Form_pg_attribute att = TupleDescAttr(RelationGetDescr(rel), attnum - 1);
-	Oid			typinput;
-	Oid			typioparam;
-
-	getTypeInputInfo(att->atttypid, &typinput, &typioparam);
-	(void) OidInputFunctionCall(typinput, unconstify(char *, state), typioparam, att->atttypmod);
-}
-
-/* Edges are {"state": ["state", ...], ...} and nothing else. */
-static void
-CheckEdges(Relation rel, AttrNumber attnum, Jsonb *edges)
-{
-	JsonbIterator *it = JsonbIteratorInit(&edges->root);
-	JsonbValue	v;
-	JsonbIteratorToken tok;
-	char	   *from = NULL;
-
-	while ((tok = JsonbIteratorNext(&it, &v, false)) != WJB_DONE)
-	{
-		if (tok == WJB_KEY)
-		{
-			from = pnstrdup(v.val.string.val, v.val.string.len);
-			CheckStateValue(rel, attnum, from);
-		}
-		else if (tok == WJB_VALUE)
-			ereport(ERROR,
-					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-					 errmsg("edges of state \"%s\" must be an array of states", from),
-					 errhint("Write edges like {\"PENDING\": [\"PAID\", \"CANCELLED\"]}.")));
-		else if (tok == WJB_ELEM)
-		{
-			if (v.type != jbvString)
-				ereport(ERROR,
-						(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-						 errmsg("edges of state \"%s\" must list states as strings", from)));
-			CheckStateValue(rel, attnum, pnstrdup(v.val.string.val, v.val.string.len));
-		}
-		else if (tok == WJB_BEGIN_OBJECT && from != NULL)
-			ereport(ERROR,
-					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-					 errmsg("edges of state \"%s\" must be an array of states", from)));
-	}
 }
 
 static void
@@ -194,6 +249,53 @@ spi_run(const char *sql)
 
 	if (rc != SPI_OK_UTILITY)
 		elog(ERROR, "\"%s\" returned %s", sql, SPI_result_code_string(rc));
+}
+
+/*
+ * Is there, before any lock, a trigger that installing a machine on this column
+ * would drop or be refused by: one of the machine's name, or a machine for the
+ * column under another name?  Read from pg_trigger without locking the table; the
+ * answer only picks which rights to check first.
+ */
+static bool
+trigger_in_the_way(Oid relid, const char *column, const char *name, Oid nspid)
+{
+	Relation	triggers = table_open(TriggerRelationId, AccessShareLock);
+	ScanKeyData key;
+	SysScanDesc scan;
+	HeapTuple	tuple;
+	bool		found = false;
+
+	ScanKeyInit(&key, Anum_pg_trigger_tgrelid, BTEqualStrategyNumber, F_OIDEQ,
+				ObjectIdGetDatum(relid));
+	scan = systable_beginscan(triggers, TriggerRelidNameIndexId, true, NULL, 1, &key);
+	while (!found && HeapTupleIsValid(tuple = systable_getnext(scan)))
+	{
+		Form_pg_trigger form = (Form_pg_trigger) GETSTRUCT(tuple);
+		char	   *fname = get_func_name(form->tgfoid);
+
+		if (strcmp(NameStr(form->tgname), name) == 0)
+			found = true;
+		else if (fname != NULL && strcmp(fname, GUARD_FUNCTION) == 0 &&
+				 get_func_namespace(form->tgfoid) == nspid && form->tgnargs == 2)
+		{
+			bool		isnull;
+			Datum		args = heap_getattr(tuple, Anum_pg_trigger_tgargs,
+											RelationGetDescr(triggers), &isnull);
+
+			if (!isnull)
+			{
+				bytea	   *bytes = DatumGetByteaPP(args);
+
+				/* The first argument, up to its NUL, is the column. */
+				found = VARSIZE_ANY_EXHDR(bytes) > strlen(column) &&
+					memcmp(VARDATA_ANY(bytes), column, strlen(column) + 1) == 0;
+			}
+		}
+	}
+	systable_endscan(scan);
+	table_close(triggers, AccessShareLock);
+	return found;
 }
 
 /* A trigger of that name that is not ours is the user's: never replace it. */
@@ -215,29 +317,43 @@ Datum
 inbox_guard_transitions(PG_FUNCTION_ARGS)
 {
 	Oid			nspid = get_func_namespace(fcinfo->flinfo->fn_oid);
-	Relation	rel = shape_open(fcinfo, 0, ShareRowExclusiveLock);
+	Relation	rel;
 	char	   *column;
 	AttrNumber	attnum;
 	Jsonb	   *edges;
 	const Trigger *old;
 	char	   *name;
-	char	   *qualname = shape_qualname(rel);
+	char	   *qualname;
+	bool		replaces;
 
+	if (PG_ARGISNULL(0))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("target must not be null")));
 	if (PG_ARGISNULL(1))
 		ereport(ERROR,
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 				 errmsg("state_column must not be null")));
 	column = text_to_cstring(PG_GETARG_TEXT_PP(1));
+	name = guard_name(column);
+
+	/*
+	 * The rights of the DDL below, before its lock: replacing a machine drops a
+	 * trigger (the owner's right), installing one creates a trigger (TRIGGER).
+	 */
+	replaces = trigger_in_the_way(PG_GETARG_OID(0), column, name, nspid);
+	rel = shape_open(fcinfo, 0, replaces ? ACL_NO_RIGHTS : ACL_TRIGGER, replaces,
+					 ShareRowExclusiveLock, NULL);
+	qualname = shape_qualname(rel);
 	attnum = shape_column(rel, column);
 	edges = shape_jsonb_arg(fcinfo, 2, "edges", "{\"PENDING\": [\"PAID\"]}");
-	CheckEdges(rel, attnum, edges);
+	(void) machine_build(rel, attnum, edges);
 
-	name = guard_name(column);
 	CheckNameFree(rel, name, nspid);
 	old = find_machine(rel, column, nspid);
 
 	spi_connect();
-	/* The caller's rights: only the owner (or TRIGGER privilege) may do this. */
+	/* The DDL checks the caller's rights again, now under the lock. */
 	if (old != NULL)
 		spi_run(psprintf("DROP TRIGGER %s ON %s", quote_identifier(old->tgname), qualname));
 	spi_run(psprintf("CREATE TRIGGER %s BEFORE UPDATE OF %s ON %s FOR EACH ROW "
@@ -257,7 +373,7 @@ Datum
 inbox_unguard_transitions(PG_FUNCTION_ARGS)
 {
 	Oid			nspid = get_func_namespace(fcinfo->flinfo->fn_oid);
-	Relation	rel = shape_open(fcinfo, 0, ShareRowExclusiveLock);
+	Relation	rel = shape_open(fcinfo, 0, ACL_NO_RIGHTS, true, ShareRowExclusiveLock, NULL);
 	const Trigger *old;
 	char	   *column;
 
@@ -298,40 +414,68 @@ CheckGuardCall(FunctionCallInfo fcinfo)
 				 errhint("Install state machines with inbox.guard_transitions().")));
 }
 
-/* Cached per trigger call site: the parsed edges, reparsed if the text changes. */
+/*
+ * Cached per trigger call site (one statement): the machine, rebuilt if the text
+ * or the column's type changes.  Set only once built, so that an error while
+ * building leaves nothing half made behind.
+ */
 typedef struct GuardCache
 {
 	char	   *edges_text;
-	Jsonb	   *edges;
+	Oid			type;
+	int32		typmod;
+	StateMachine *machine;
 } GuardCache;
 
-static Jsonb *
-guard_edges(FunctionCallInfo fcinfo, const char *text)
+static StateMachine *
+guard_machine(FunctionCallInfo fcinfo, Relation rel, AttrNumber attnum, const Trigger *trigger)
 {
 	GuardCache *cache = (GuardCache *) fcinfo->flinfo->fn_extra;
+	Form_pg_attribute att = TupleDescAttr(RelationGetDescr(rel), attnum - 1);
 	MemoryContext oldcxt;
+	GuardCache *fresh;
 
-	if (cache != NULL && strcmp(cache->edges_text, text) == 0)
-		return cache->edges;
+	if (cache != NULL && strcmp(cache->edges_text, trigger->tgargs[1]) == 0 &&
+		cache->type == att->atttypid && cache->typmod == att->atttypmod)
+		return cache->machine;
 
 	oldcxt = MemoryContextSwitchTo(fcinfo->flinfo->fn_mcxt);
-	if (cache == NULL)
-		cache = palloc0(sizeof(GuardCache));
-	cache->edges_text = pstrdup(text);
-	cache->edges = parse_edges(text);
+	fresh = palloc0(sizeof(GuardCache));
+	fresh->edges_text = pstrdup(trigger->tgargs[1]);
+	fresh->type = att->atttypid;
+	fresh->typmod = att->atttypmod;
+	fresh->machine = machine_from_trigger(rel, attnum, trigger);
 	MemoryContextSwitchTo(oldcxt);
-	fcinfo->flinfo->fn_extra = cache;
-	return cache->edges;
+	fcinfo->flinfo->fn_extra = fresh;
+	return fresh->machine;
+}
+
+/* ["PAID", "CANCELLED"]: the states the machine allows from, or NULL for none. */
+static char *
+machine_targets(const StateMachine *machine, const char *from)
+{
+	StringInfoData buf;
+
+	initStringInfo(&buf);
+	for (int i = 0; from != NULL && i < machine->nedges; i++)
+	{
+		if (strcmp(machine->from[i], from) != 0)
+			continue;
+		appendStringInfoString(&buf, buf.len == 0 ? "[" : ", ");
+		escape_json(&buf, machine->to[i]);
+	}
+	if (buf.len == 0)
+		return NULL;
+	appendStringInfoChar(&buf, ']');
+	return buf.data;
 }
 
 static void
-report_illegal(Relation rel, AttrNumber attnum, Jsonb *edges, const char *from, const char *to)
+report_illegal(Relation rel, AttrNumber attnum, const StateMachine *machine, const char *from,
+			   const char *to)
 {
-	JsonbValue *targets = from ? getKeyJsonValueFromContainer(&edges->root, from, strlen(from), NULL) : NULL;
+	char	   *targets = machine_targets(machine, from);
 	const char *column = NameStr(TupleDescAttr(RelationGetDescr(rel), attnum - 1)->attname);
-
-	if (targets != NULL && (targets->type != jbvBinary || JsonContainerSize(targets->val.binary.data) == 0))
-		targets = NULL;
 
 	ereport(ERROR,
 			(errcode(ERRCODE_ILLEGAL_STATE_TRANSITION),
@@ -340,8 +484,7 @@ report_illegal(Relation rel, AttrNumber attnum, Jsonb *edges, const char *from, 
 					to ? "\"" : "", to ? to : "NULL", to ? "\"" : ""),
 			 targets != NULL ?
 			 errdetail("The state machine on column %s of \"%s\" allows \"%s\" to move to %s.",
-					   quote_identifier(column), RelationGetRelationName(rel), from,
-					   JsonbToCString(NULL, targets->val.binary.data, targets->val.binary.len)) :
+					   quote_identifier(column), RelationGetRelationName(rel), from, targets) :
 			 from ?
 			 errdetail("The state machine on column %s of \"%s\" allows no moves from \"%s\".",
 					   quote_identifier(column), RelationGetRelationName(rel), from) :
@@ -351,6 +494,10 @@ report_illegal(Relation rel, AttrNumber attnum, Jsonb *edges, const char *from, 
 			 errtablecol(rel, attnum)));
 }
 
+/*
+ * States are the column's values in their text form (SPI_getvalue is the type's
+ * output function), compared with the machine's states in the same form.
+ */
 PG_FUNCTION_INFO_V1(inbox_guard_trigger);
 Datum
 inbox_guard_trigger(PG_FUNCTION_ARGS)
@@ -361,7 +508,7 @@ inbox_guard_trigger(PG_FUNCTION_ARGS)
 	int			attnum;
 	char	   *from;
 	char	   *to;
-	Jsonb	   *edges;
+	StateMachine *machine;
 
 	CheckGuardCall(fcinfo);
 	rel = data->tg_relation;
@@ -371,16 +518,19 @@ inbox_guard_trigger(PG_FUNCTION_ARGS)
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_COLUMN),
 				 errmsg("state machine column \"%s\" of \"%s\" does not exist",
-						data->tg_trigger->tgargs[0], RelationGetRelationName(rel))));
+						data->tg_trigger->tgargs[0], RelationGetRelationName(rel)),
+				 errdetail("Trigger \"%s\" holds a state machine for that column.",
+						   data->tg_trigger->tgname),
+				 errhint("Install state machines with inbox.guard_transitions().")));
 
 	from = SPI_getvalue(data->tg_trigtuple, desc, attnum);
 	to = SPI_getvalue(data->tg_newtuple, desc, attnum);
 	if ((from == NULL && to == NULL) || (from != NULL && to != NULL && strcmp(from, to) == 0))
 		return PointerGetDatum(data->tg_newtuple);
 
-	edges = guard_edges(fcinfo, data->tg_trigger->tgargs[1]);
-	if (from == NULL || to == NULL || !edge_allowed(edges, from, to))
-		report_illegal(rel, attnum, edges, from, to);
+	machine = guard_machine(fcinfo, rel, attnum, data->tg_trigger);
+	if (from == NULL || to == NULL || !edge_allowed(machine, from, to))
+		report_illegal(rel, attnum, machine, from, to);
 
 	return PointerGetDatum(data->tg_newtuple);
 }

@@ -11,10 +11,20 @@
 #include "postgres.h"
 
 #include "access/genam.h"
+#include "access/relation.h"
 #include "access/htup_details.h"
 #include "access/table.h"
+#include "catalog/catalog.h"
+#include "catalog/namespace.h"
+#include "catalog/pg_am.h"
+#include "catalog/pg_class.h"
 #include "catalog/pg_index.h"
 #include "catalog/pg_operator.h"
+#include "mb/pg_wchar.h"
+#include "miscadmin.h"
+#include "storage/lmgr.h"
+#include "storage/sinval.h"
+#include "utils/acl.h"
 #include "utils/builtins.h"
 #include "utils/jsonb.h"
 #include "utils/lsyscache.h"
@@ -24,30 +34,171 @@
 
 #include "table_shape.h"
 
-/* Only plain and partitioned tables hold rows we can upsert or guard. */
+/*
+ * Which relations a target may be.  Plain tables, temporary (this session's) and
+ * unlogged ones, partitions and inheritance children included, and partitioned
+ * tables, whose rows only the executor can route: they always take the SQL path.
+ * Everything else (views, materialized views, foreign tables, sequences, indexes,
+ * composite types, TOAST tables) holds no rows these functions could write, and the
+ * system catalogs are not for them to write.  Checked from pg_class before any lock,
+ * so that a call naming such a relation fails at once, and again once it is open.
+ */
 static void
-CheckIsTable(Relation rel)
+CheckTargetKind(Oid relid, Form_pg_class form)
 {
-	char		kind = rel->rd_rel->relkind;
-
-	if (kind != RELKIND_RELATION && kind != RELKIND_PARTITIONED_TABLE)
+	if (form->relkind != RELKIND_RELATION && form->relkind != RELKIND_PARTITIONED_TABLE)
 		ereport(ERROR,
 				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
-				 errmsg("\"%s\" is not a table", RelationGetRelationName(rel))));
+				 errmsg("\"%s\" is not a table", NameStr(form->relname)),
+				 errdetail_relkind_not_supported(form->relkind),
+				 errhint("Pass a plain or partitioned table.")));
+	if (IsSystemClass(relid, form))
+		ereport(ERROR,
+				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+				 errmsg("\"%s\" is a system catalog", NameStr(form->relname)),
+				 errdetail("The functions of idempotent_inbox write only user tables.")));
+	if (form->relpersistence == RELPERSISTENCE_TEMP &&
+		!isTempOrTempToastNamespace(form->relnamespace))
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("cannot access temporary tables of other sessions")));
+}
+
+/*
+ * The caller must own the table, or hold every right in `rights` on the table or
+ * on at least one of its columns (column privileges are checked exactly once the
+ * columns a call names are known: shape_check_columns).  Returns the rights held
+ * on the whole table.
+ */
+static AclMode
+CheckTargetRights(Oid relid, const char *relname, AclMode rights, bool must_own)
+{
+	Oid			userid = GetUserId();
+	AclMode		held;
+
+	if (must_own)
+	{
+		if (!pg_class_ownercheck(relid, userid))
+			aclcheck_error(ACLCHECK_NOT_OWNER, OBJECT_TRIGGER, relname);
+		return rights;
+	}
+	held = pg_class_aclmask(relid, userid, rights, ACLMASK_ALL);
+	for (int bit = 0; bit < N_ACL_RIGHTS; bit++)
+	{
+		AclMode		right = ((AclMode) 1) << bit;
+
+		if ((rights & right) && !(held & right) &&
+			pg_attribute_aclcheck_all(relid, userid, right, ACLMASK_ANY) != ACLCHECK_OK)
+			aclcheck_error(ACLCHECK_NO_PRIV, OBJECT_TABLE, relname);
+	}
+	return held;
+}
+
+/*
+ * A table named by OID is still in its schema: the generated statements name it
+ * there, which needs USAGE, so the direct read must not answer without it either.
+ */
+static void
+CheckSchemaUsage(Oid nspid)
+{
+	if (pg_namespace_aclcheck(nspid, GetUserId(), ACL_USAGE) != ACLCHECK_OK)
+		aclcheck_error(ACLCHECK_NO_PRIV, OBJECT_SCHEMA, get_namespace_name(nspid));
+}
+
+/* The relation, its kind and the caller's rights, from pg_class: no lock taken. */
+static AclMode
+CheckTarget(Oid relid, AclMode rights, bool must_own)
+{
+	HeapTuple	tuple = SearchSysCache1(RELOID, ObjectIdGetDatum(relid));
+	FormData_pg_class form;
+
+	if (!HeapTupleIsValid(tuple))
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_TABLE),
+				 errmsg("relation with OID %u does not exist", relid)));
+	form = *(Form_pg_class) GETSTRUCT(tuple);
+	ReleaseSysCache(tuple);
+
+	CheckTargetKind(relid, &form);
+	CheckSchemaUsage(form.relnamespace);
+	return CheckTargetRights(relid, NameStr(form.relname), rights, must_own);
+}
+
+/*
+ * Open a target table: rights first, then the lock, as RangeVarGetRelidExtended
+ * does with a permission callback, so that a role without rights never queues for
+ * a lock on a table it cannot touch (and every later writer behind it).  Anything
+ * may change while we wait for the lock: if an invalidation arrived, the relation
+ * is looked up and the rights checked again, now under the lock.
+ */
+Relation
+shape_open_relid(Oid relid, AclMode rights, bool must_own, LOCKMODE lockmode, AclMode *held)
+{
+	uint64		inval_count = SharedInvalidMessageCounter;
+	AclMode		table_rights = CheckTarget(relid, rights, must_own);
+	Relation	rel;
+
+	LockRelationOid(relid, lockmode);
+	if (inval_count != SharedInvalidMessageCounter)
+		table_rights = CheckTarget(relid, rights, must_own);
+	rel = relation_open(relid, NoLock);
+	/* Under the lock nothing can change any more; the relcache agrees with pg_class. */
+	CheckTargetKind(relid, rel->rd_rel);
+	if (held != NULL)
+		*held = table_rights;
+	return rel;
 }
 
 Relation
-shape_open(FunctionCallInfo fcinfo, int argno, LOCKMODE lockmode)
+shape_open(FunctionCallInfo fcinfo, int argno, AclMode rights, bool must_own,
+		   LOCKMODE lockmode, AclMode *held)
 {
-	Relation	rel;
-
 	if (PG_ARGISNULL(argno))
 		ereport(ERROR,
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 				 errmsg("target must not be null")));
-	rel = table_open(PG_GETARG_OID(argno), lockmode);
-	CheckIsTable(rel);
-	return rel;
+	return shape_open_relid(PG_GETARG_OID(argno), rights, must_own, lockmode, held);
+}
+
+/*
+ * Column privileges, exactly: each right in `rights` that the caller does not hold
+ * on the whole table (held) it must hold on every column in `columns`.  Checked
+ * before any row is read, so that neither path answers from columns the caller
+ * could not name in a statement.
+ */
+void
+shape_check_columns(Relation rel, AclMode rights, AclMode held, Bitmapset *columns)
+{
+	Oid			relid = RelationGetRelid(rel);
+	Oid			userid = GetUserId();
+
+	for (int bit = 0; bit < N_ACL_RIGHTS; bit++)
+	{
+		AclMode		right = ((AclMode) 1) << bit;
+		int			attnum = -1;
+
+		if (!(rights & right) || (held & right))
+			continue;
+		while ((attnum = bms_next_member(columns, attnum)) >= 0)
+			if (pg_attribute_aclcheck(relid, attnum, userid, right) != ACLCHECK_OK)
+				aclcheck_error_col(ACLCHECK_NO_PRIV, OBJECT_TABLE, RelationGetRelationName(rel),
+								   NameStr(TupleDescAttr(RelationGetDescr(rel), attnum - 1)->attname));
+	}
+}
+
+/*
+ * The table as generated statements name it.  ONLY for a plain table: its unique
+ * indexes, ON CONFLICT and the direct read all see its own rows and not those of
+ * inheritance children, so SELECT and UPDATE must not either.  A partitioned table
+ * has no rows of its own: its partitions' are its rows.
+ */
+char *
+shape_target(Relation rel)
+{
+	char	   *qualname = shape_qualname(rel);
+
+	return rel->rd_rel->relkind == RELKIND_PARTITIONED_TABLE ? qualname :
+		psprintf("ONLY %s", qualname);
 }
 
 char *
@@ -70,6 +221,14 @@ shape_column(Relation rel, const char *name)
 		if (!att->attisdropped && strcmp(NameStr(att->attname), name) == 0)
 			return att->attnum;
 	}
+	/* No column has a longer name: show only as much as one could have. */
+	if (strlen(name) >= NAMEDATALEN)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_COLUMN),
+				 errmsg("column \"%.*s...\" of relation \"%s\" does not exist",
+						pg_mbcliplen(name, strlen(name), NAMEDATALEN - 1), name,
+						RelationGetRelationName(rel)),
+				 errdetail("Column names are at most %d bytes long.", NAMEDATALEN - 1)));
 	ereport(ERROR,
 			(errcode(ERRCODE_UNDEFINED_COLUMN),
 			 errmsg("column \"%s\" of relation \"%s\" does not exist",
@@ -143,6 +302,7 @@ index_key_columns(Relation index)
 	Bitmapset  *columns = NULL;
 
 	if (!form->indisunique || !form->indimmediate || !form->indisvalid ||
+		index->rd_rel->relam != BTREE_AM_OID ||
 		!heap_attisnull(index->rd_indextuple, Anum_pg_index_indpred, NULL) ||
 		!heap_attisnull(index->rd_indextuple, Anum_pg_index_indexprs, NULL))
 		return NULL;
@@ -337,4 +497,80 @@ shape_append_columns(StringInfo buf, Relation rel, Bitmapset *columns, const cha
 						 shape_column_name(rel, attnum));
 		first = false;
 	}
+}
+
+/*
+ * States are compared by their text form as values of the state column's type:
+ * a state given as text (to_state, from_states, a machine's edges) is first read
+ * by the type's input function with the column's typmod, then written by its
+ * output function; a stored state is written by the output function.  So 'yes',
+ * 'true' and 't' are one boolean state, 'A' is 'A  ' in a char(3) column, and the
+ * direct read, the generated statements (format('%s', ...) is the output function)
+ * and the guard trigger all agree.
+ */
+char *
+shape_state_text(Relation rel, AttrNumber attnum, const char *state, Datum *value)
+{
+	Form_pg_attribute att = TupleDescAttr(RelationGetDescr(rel), attnum - 1);
+	Oid			typinput;
+	Oid			typioparam;
+	Datum		datum;
+
+	getTypeInputInfo(att->atttypid, &typinput, &typioparam);
+	datum = OidInputFunctionCall(typinput, unconstify(char *, state), typioparam, att->atttypmod);
+	if (value != NULL)
+		*value = datum;
+	return shape_value_text(rel, attnum, datum);
+}
+
+char *
+shape_value_text(Relation rel, AttrNumber attnum, Datum value)
+{
+	Oid			typoutput;
+	bool		varlena;
+
+	getTypeOutputInfo(TupleDescAttr(RelationGetDescr(rel), attnum - 1)->atttypid,
+					  &typoutput, &varlena);
+	return OidOutputFunctionCall(typoutput, value);
+}
+
+/* A generated column takes no value from a caller: INSERT and UPDATE would refuse it. */
+void
+shape_check_assignable(Relation rel, Bitmapset *columns, bool insert)
+{
+	int			attnum = -1;
+
+	while ((attnum = bms_next_member(columns, attnum)) >= 0)
+	{
+		Form_pg_attribute att = TupleDescAttr(RelationGetDescr(rel), attnum - 1);
+
+		if (att->attgenerated)
+			ereport(ERROR,
+					(errcode(ERRCODE_GENERATED_ALWAYS),
+					 insert ?
+					 errmsg("cannot insert a non-DEFAULT value into column \"%s\"", NameStr(att->attname)) :
+					 errmsg("column \"%s\" can only be updated to DEFAULT", NameStr(att->attname)),
+					 errdetail("Column \"%s\" is a generated column.", NameStr(att->attname))));
+		if (att->attidentity == ATTRIBUTE_IDENTITY_ALWAYS)
+			ereport(ERROR,
+					(errcode(ERRCODE_GENERATED_ALWAYS),
+					 insert ?
+					 errmsg("cannot insert a non-DEFAULT value into column \"%s\"", NameStr(att->attname)) :
+					 errmsg("column \"%s\" can only be updated to DEFAULT", NameStr(att->attname)),
+					 errdetail("Column \"%s\" is an identity column defined as GENERATED ALWAYS.",
+							   NameStr(att->attname))));
+	}
+}
+
+/* The generated columns of a table, which a whole row given by value leaves out. */
+Bitmapset *
+shape_generated_columns(Relation rel)
+{
+	TupleDesc	desc = RelationGetDescr(rel);
+	Bitmapset  *columns = NULL;
+
+	for (int i = 0; i < desc->natts; i++)
+		if (TupleDescAttr(desc, i)->attgenerated && !TupleDescAttr(desc, i)->attisdropped)
+			columns = bms_add_member(columns, i + 1);
+	return columns;
 }

@@ -12,6 +12,7 @@
 #include "fmgr.h"
 #include "lib/stringinfo.h"
 #include "nodes/bitmapset.h"
+#include "nodes/parsenodes.h"
 #include "storage/lockdefs.h"
 #include "utils/jsonb.h"
 #include "utils/palloc.h"
@@ -45,11 +46,20 @@ extern void shape_cache_record(Relation rel, int kind, Bitmapset *columns,
 #define SHAPE_UPSERT 1
 #define SHAPE_TRANSITION 2
 
-extern Relation shape_open(FunctionCallInfo fcinfo, int argno, LOCKMODE lockmode);
+extern Relation shape_open(FunctionCallInfo fcinfo, int argno, AclMode rights, bool must_own,
+							LOCKMODE lockmode, AclMode *held);
+extern Relation shape_open_relid(Oid relid, AclMode rights, bool must_own, LOCKMODE lockmode,
+								 AclMode *held);
+extern void shape_check_columns(Relation rel, AclMode rights, AclMode held, Bitmapset *columns);
 extern char *shape_qualname(Relation rel);
+extern char *shape_target(Relation rel);
 extern AttrNumber shape_column(Relation rel, const char *name);
 extern const char *shape_column_name(Relation rel, AttrNumber attnum);
 extern Oid	shape_column_type(Relation rel, AttrNumber attnum);
+extern char *shape_state_text(Relation rel, AttrNumber attnum, const char *state, Datum *value);
+extern char *shape_value_text(Relation rel, AttrNumber attnum, Datum value);
+extern void shape_check_assignable(Relation rel, Bitmapset *columns, bool insert);
+extern Bitmapset *shape_generated_columns(Relation rel);
 extern Jsonb *shape_jsonb_arg(FunctionCallInfo fcinfo, int argno, const char *argname,
 							  const char *example);
 extern Bitmapset *shape_jsonb_columns(Relation rel, Jsonb *object);

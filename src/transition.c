@@ -19,6 +19,11 @@
  *
  * Without from_states the allowed sources come from the state machine that
  * guard_transitions installed on the column.
+ *
+ * States compare by their text form as values of the column's type
+ * (shape_state_text): to_state and from_states are read by the type's input
+ * function first, so the direct read, the guarded UPDATE and the machine's trigger
+ * agree on boolean, char(n), numeric and every other type.
  */
 #include "postgres.h"
 
@@ -36,18 +41,6 @@
 
 /* Share of recent calls that moved their row above which the UPDATE goes first. */
 #define MOVED_FIRST_THRESHOLD SHARE_THRESHOLD_HALF
-
-/* A state to move to is a real value of the column's type: the type says so. */
-static Datum
-state_value(Relation rel, AttrNumber attnum, const char *state)
-{
-	Oid			typinput;
-	Oid			typioparam;
-	Form_pg_attribute att = TupleDescAttr(RelationGetDescr(rel), attnum - 1);
-
-	getTypeInputInfo(att->atttypid, &typinput, &typioparam);
-	return OidInputFunctionCall(typinput, unconstify(char *, state), typioparam, att->atttypmod);
-}
 
 /* The key names a row by exactly the columns of a unique constraint. */
 static Bitmapset *
@@ -73,22 +66,36 @@ text_arg(FunctionCallInfo fcinfo, int argno, const char *argname)
 	return text_to_cstring(PG_GETARG_TEXT_PP(argno));
 }
 
+/* from_states in their text forms as states of the column (shape_state_text). */
+static ArrayType *
+given_sources(Relation rel, AttrNumber attnum, ArrayType *given)
+{
+	Datum	   *elems;
+	bool	   *nulls;
+	int			n;
+
+	deconstruct_array(given, TEXTOID, -1, false, TYPALIGN_INT, &elems, &nulls, &n);
+	for (int i = 0; i < n; i++)
+	{
+		if (nulls[i])
+			ereport(ERROR,
+					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+					 errmsg("from_states must not contain nulls")));
+		elems[i] = CStringGetTextDatum(shape_state_text(rel, attnum, TextDatumGetCString(elems[i]),
+														NULL));
+	}
+	return construct_array(elems, n, TEXTOID, -1, false, TYPALIGN_INT);
+}
+
 /* from_states as given, or from the column's state machine. */
 static ArrayType *
-source_states(FunctionCallInfo fcinfo, int argno, Relation rel, const char *column,
-			  const char *to_state)
+source_states(FunctionCallInfo fcinfo, int argno, Relation rel, AttrNumber attnum,
+			  const char *column, const char *to_state)
 {
 	ArrayType  *sources;
 
 	if (argno >= 0 && !PG_ARGISNULL(argno))
-	{
-		sources = PG_GETARG_ARRAYTYPE_P(argno);
-		if (array_contains_nulls(sources))
-			ereport(ERROR,
-					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-					 errmsg("from_states must not contain nulls")));
-		return sources;
-	}
+		return given_sources(rel, attnum, PG_GETARG_ARRAYTYPE_P(argno));
 
 	sources = state_machine_sources(rel, column, to_state, get_func_namespace(fcinfo->flinfo->fn_oid));
 	if (sources == NULL)
@@ -100,31 +107,39 @@ source_states(FunctionCallInfo fcinfo, int argno, Relation rel, const char *colu
 	return sources;
 }
 
-/* The key columns are $1..$k; the new state is $k+1, the sources $k+2. */
+/*
+ * The key columns are $1..$k; the new state is $k+1, the sources (text forms) $k+2.
+ * format('%s', v) is v's text form (the type's output function), the form the
+ * direct read compares; compared bytewise, as strcmp does.
+ */
 static char *
-move_sql(const char *qualname, const char *column, Oid keyindex, const int *params, int nkeys)
+move_sql(const char *target, const char *column, Oid keyindex, const int *params, int nkeys)
 {
 	StringInfoData sql;
 
 	initStringInfo(&sql);
-	appendStringInfo(&sql, "UPDATE %s AS t SET %s = $%d WHERE ", qualname, column, nkeys + 1);
+	appendStringInfo(&sql, "UPDATE %s AS t SET %s = $%d WHERE ", target, column, nkeys + 1);
 	shape_append_key_match(&sql, keyindex, "t", params);
 	/* Already there is a replay even when from_states lists to_state too. */
 	appendStringInfo(&sql,
-					 " AND t.%s::pg_catalog.text OPERATOR(pg_catalog.=) ANY ($%d)"
-					 " AND t.%s::pg_catalog.text OPERATOR(pg_catalog.<>) $%d::pg_catalog.text"
+					 " AND t.%s IS NOT NULL"
+					 " AND pg_catalog.format('%%s', t.%s) COLLATE pg_catalog.\"C\""
+					 " OPERATOR(pg_catalog.=) ANY ($%d)"
+					 " AND pg_catalog.format('%%s', t.%s) COLLATE pg_catalog.\"C\""
+					 " OPERATOR(pg_catalog.<>) pg_catalog.format('%%s', $%d)"
 					 " RETURNING 1",
-					 column, nkeys + 2, column, nkeys + 1);
+					 column, column, nkeys + 2, column, nkeys + 1);
 	return sql.data;
 }
 
+/* The stored state, for SPI_getvalue: its text form, as the direct read has it. */
 static char *
-look_sql(const char *qualname, const char *column, Oid keyindex, const int *params)
+look_sql(const char *target, const char *column, Oid keyindex, const int *params)
 {
 	StringInfoData sql;
 
 	initStringInfo(&sql);
-	appendStringInfo(&sql, "SELECT t.%s::pg_catalog.text FROM %s AS t WHERE ", column, qualname);
+	appendStringInfo(&sql, "SELECT t.%s FROM %s AS t WHERE ", column, target);
 	shape_append_key_match(&sql, keyindex, "t", params);
 	return sql.data;
 }
@@ -154,16 +169,13 @@ decide_from_index(Relation rel, Oid keyindex, AttrNumber attnum, const Datum *ro
 	TupleDesc	desc = RelationGetDescr(rel);
 	Datum	   *stored = palloc(sizeof(Datum) * desc->natts);
 	bool	   *storednulls = palloc(sizeof(bool) * desc->natts);
-	Oid			typoutput;
-	bool		varlena;
 	char	   *current;
 
 	if (!row_fetch(rel, keyindex, row, rownulls, stored, storednulls))
 		return "missing";
 	if (storednulls[attnum - 1])
 		return "rejected";
-	getTypeOutputInfo(TupleDescAttr(desc, attnum - 1)->atttypid, &typoutput, &varlena);
-	current = OidOutputFunctionCall(typoutput, stored[attnum - 1]);
+	current = shape_value_text(rel, attnum, stored[attnum - 1]);
 	if (strcmp(current, to_state) == 0)
 		return "already";
 	if (!state_listed(sources, current))
@@ -171,26 +183,35 @@ decide_from_index(Relation rel, Oid keyindex, AttrNumber attnum, const Datum *ro
 	return NULL;
 }
 
+/*
+ * The caller needs SELECT and UPDATE, checked before the lock; then SELECT on the
+ * key and state columns and UPDATE on the state column, before any row is read.
+ */
+#define TRANSITION_RIGHTS (ACL_SELECT | ACL_UPDATE)
+
 PG_FUNCTION_INFO_V1(inbox_transition);
 Datum
 inbox_transition(PG_FUNCTION_ARGS)
 {
 	bool		explicit_sources = PG_NARGS() == 5;
 	int			to_arg = explicit_sources ? 4 : 3;
-	Relation	rel = shape_open(fcinfo, 0, RowExclusiveLock);
+	AclMode		held;
+	Relation	rel = shape_open(fcinfo, 0, TRANSITION_RIGHTS, false, RowExclusiveLock, &held);
 	Jsonb	   *key = shape_jsonb_arg(fcinfo, 1, "key", "{\"id\": 1}");
 	char	   *column = text_arg(fcinfo, 2, "state_column");
 	AttrNumber	attnum = shape_column(rel, column);
-	char	   *to_state = text_arg(fcinfo, to_arg, "to_state");
+	char	   *to_given = text_arg(fcinfo, to_arg, "to_state");
 	Bitmapset  *keycols = key_columns(rel, key);
-	ArrayType  *sources = source_states(fcinfo, explicit_sources ? 3 : -1, rel, column, to_state);
+	Datum		to_value;
+	char	   *to_state;
+	ArrayType  *sources;
 	int			natts = RelationGetDescr(rel)->natts;
 	Datum	   *row = palloc(sizeof(Datum) * natts);
 	bool	   *rownulls = palloc(sizeof(bool) * natts);
 	int		   *params = palloc0(sizeof(int) * (natts + 1));
 	int			nkeys = bms_num_members(keycols);
-	ShapeStatements *sql = shape_cache_lookup(rel, SHAPE_TRANSITION, keycols, NULL, attnum);
-	Oid			keyindex = sql ? sql->keyindex : shape_unique_key(rel, keycols);
+	ShapeStatements *sql;
+	Oid			keyindex;
 	Oid		   *types = palloc(sizeof(Oid) * (nkeys + 2));
 	Datum	   *values = palloc(sizeof(Datum) * (nkeys + 2));
 	char	   *nulls = palloc(sizeof(char) * (nkeys + 2));
@@ -198,11 +219,19 @@ inbox_transition(PG_FUNCTION_ARGS)
 	StatementPlan *statement;
 	const char *outcome;
 
+	shape_check_assignable(rel, bms_make_singleton(attnum), false);
+	shape_check_columns(rel, ACL_SELECT, held, bms_add_member(bms_copy(keycols), attnum));
+	shape_check_columns(rel, ACL_UPDATE, held, bms_make_singleton(attnum));
+	to_state = shape_state_text(rel, attnum, to_given, &to_value);
+	sources = source_states(fcinfo, explicit_sources ? 3 : -1, rel, attnum, column, to_state);
+	sql = shape_cache_lookup(rel, SHAPE_TRANSITION, keycols, NULL, attnum);
+	keyindex = sql ? sql->keyindex : shape_unique_key(rel, keycols);
+
 	/* The key's values, then the new state and the allowed sources. */
 	row_values_from_jsonb(rel, key, row, rownulls);
 	(void) shape_bind_columns(rel, keycols, 1, params, types, values, nulls, row, rownulls);
 	types[nkeys] = shape_column_type(rel, attnum);
-	values[nkeys] = state_value(rel, attnum, to_state);
+	values[nkeys] = to_value;
 	nulls[nkeys] = ' ';
 	types[nkeys + 1] = TEXTARRAYOID;
 	values[nkeys + 1] = PointerGetDatum(sources);
@@ -210,13 +239,13 @@ inbox_transition(PG_FUNCTION_ARGS)
 
 	if (sql == NULL)
 	{
-		char	   *qualname = shape_qualname(rel);
+		char	   *target = shape_target(rel);
 		const char *quoted = shape_column_name(rel, attnum);
 
 		built.keyindex = keyindex;
 		built.keys = keycols;
-		built.sql[0] = move_sql(qualname, quoted, keyindex, params, nkeys);
-		built.sql[1] = look_sql(qualname, quoted, keyindex, params);
+		built.sql[0] = move_sql(target, quoted, keyindex, params, nkeys);
+		built.sql[1] = look_sql(target, quoted, keyindex, params);
 		shape_cache_store(rel, SHAPE_TRANSITION, keycols, NULL, attnum, &built);
 		sql = &built;
 	}

@@ -23,12 +23,20 @@
  * (row_values.c) and travel as typed parameters $1..$n, in column order, so the
  * statements are plain index lookups and inserts whose plans the statement cache
  * keeps per table and column set.
+ *
+ * A partitioned table's rows are routed by the executor, and RETURNING cannot read
+ * xmax there (nor can a caller with column privileges only): the write is
+ * INSERT ... DO NOTHING, then the guarded UPDATE, then a read of why neither wrote
+ * (write_row_routed).  Under row-level security every read
+ * is a SELECT through the policies, and a conflict with a row they hide is an error,
+ * never "unchanged".
  */
 #include "postgres.h"
 
 #include "access/table.h"
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
+#include "miscadmin.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/datum.h"
@@ -36,6 +44,7 @@
 #include "utils/lsyscache.h"
 #include "commands/trigger.h"
 #include "utils/rel.h"
+#include "utils/rls.h"
 #include "utils/typcache.h"
 
 #include "inbox.h"
@@ -44,7 +53,10 @@
 typedef struct UpsertPlan
 {
 	Relation	rel;
-	char	   *qualname;
+	char	   *qualname;		/* for INSERT */
+	char	   *target;			/* for SELECT and UPDATE: shape_target */
+	bool		rls;			/* row security applies to the caller */
+	bool		routed;			/* write with write_row_routed */
 	Bitmapset  *present;		/* columns named by new_row */
 	Bitmapset  *requested;		/* key columns as asked for, NULL: primary key */
 	Bitmapset  *keys;			/* columns of the arbiter index */
@@ -173,7 +185,7 @@ probe_sql(UpsertPlan *plan)
 		appendStringInfoString(&sql, ", NOT ");
 		append_newer_version(&sql, plan, NULL);
 	}
-	appendStringInfo(&sql, " FROM %s AS t WHERE ", plan->qualname);
+	appendStringInfo(&sql, " FROM %s AS t WHERE ", plan->target);
 	shape_append_key_match(&sql, plan->keyindex, "t", plan->params);
 	return sql.data;
 }
@@ -237,7 +249,7 @@ update_sql(UpsertPlan *plan)
 	if (bms_is_empty(updated))
 		return NULL;
 	initStringInfo(&sql);
-	appendStringInfo(&sql, "UPDATE %s AS t SET ", plan->qualname);
+	appendStringInfo(&sql, "UPDATE %s AS t SET ", plan->target);
 	while ((attnum = bms_next_member(updated, attnum)) >= 0)
 	{
 		appendStringInfo(&sql, "%s%s = $%d", first ? "" : ", ",
@@ -397,6 +409,30 @@ decide_without_writing(UpsertPlan *plan, const ShapeStatements *sql, bool *exist
 	return NULL;
 }
 
+/*
+ * Under row security the conflicting row that ON CONFLICT found may be one the
+ * policies hide from the caller: ON CONFLICT's WHERE judges it before the policies
+ * do.  Whether a hidden row holds these values is not the caller's to learn, so
+ * look again through the policies; a row still unseen is refused, as core refuses
+ * an update of a row the UPDATE policies exclude.
+ */
+static void
+CheckConflictVisible(UpsertPlan *plan, const ShapeStatements *sql)
+{
+	StatementPlan *statement;
+
+	if (!plan->rls)
+		return;
+	statement = statement_cache_get(sql->sql[0], plan->nparams, plan->types);
+	statement_execute(statement, plan->values, plan->nulls);
+	if (SPI_processed == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("new row conflicts with a row of \"%s\" that row-level security hides",
+						RelationGetRelationName(plan->rel)),
+				 errdetail("The row with this key is not visible to the current user.")));
+}
+
 static const char *
 write_row(UpsertPlan *plan, const ShapeStatements *sql)
 {
@@ -406,6 +442,7 @@ write_row(UpsertPlan *plan, const ShapeStatements *sql)
 	if (SPI_processed == 1)
 		return result_bool(1) ? "inserted" : "updated";
 	/* Another session wrote the same row (or a newer version) meanwhile. */
+	CheckConflictVisible(plan, sql);
 	return plan->version != InvalidAttrNumber ? "stale" : "unchanged";
 }
 
@@ -444,6 +481,62 @@ has_update_statement_triggers(Relation rel)
 		(trig->trig_update_before_statement || trig->trig_update_after_statement);
 }
 
+/* INSERT ... ON CONFLICT DO NOTHING: did it insert? */
+static bool
+insert_new(UpsertPlan *plan, const ShapeStatements *sql)
+{
+	StatementPlan *statement = statement_cache_get(sql->sql[2], plan->nparams, plan->types);
+
+	statement_execute(statement, plan->values, plan->nulls);
+	return SPI_processed == 1;
+}
+
+/*
+ * write_row for a partitioned table, whose rows the executor routes to partitions
+ * and where RETURNING cannot read xmax to tell an insert from an update (nor may a
+ * caller with column privileges only read that system column): insert if
+ * new, else update if different, else read why neither wrote.  Each step settles
+ * unless another session deleted or changed the row in between; then go round
+ * again, as ON CONFLICT itself does.
+ */
+/*
+ * Rounds before giving the answer write_row gives when its statement wrote
+ * nothing: a row that is not there after an INSERT that did not insert was
+ * deleted meanwhile, or the INSERT was skipped by a BEFORE trigger returning NULL.
+ */
+#define ROUTED_ATTEMPTS 3
+
+static const char *
+write_row_routed(UpsertPlan *plan, const ShapeStatements *sql)
+{
+	for (int attempt = 0; attempt < ROUTED_ATTEMPTS; attempt++)
+	{
+		StatementPlan *statement;
+		const char *outcome;
+
+		CHECK_FOR_INTERRUPTS();
+		if (insert_new(plan, sql))
+			return "inserted";
+		outcome = update_existing(plan, sql);
+		if (outcome != NULL)
+			return outcome;
+
+		statement = statement_cache_get(sql->sql[0], plan->nparams, plan->types);
+		statement_execute(statement, plan->values, plan->nulls);
+		if (SPI_processed == 1)
+		{
+			if (plan->version != InvalidAttrNumber && result_bool(2))
+				return "stale";
+			/* Only key columns: nothing to update, the row is there. */
+			if (result_bool(1) || sql->sql[3] == NULL)
+				return plan->version != InvalidAttrNumber ? "stale" : "unchanged";
+		}
+		else if (plan->rls)
+			CheckConflictVisible(plan, sql);
+	}
+	return plan->version != InvalidAttrNumber ? "stale" : "unchanged";
+}
+
 static const char *
 run_upsert(UpsertPlan *plan, const ShapeStatements *sql)
 {
@@ -465,7 +558,7 @@ run_upsert(UpsertPlan *plan, const ShapeStatements *sql)
 			outcome = update_existing(plan, sql);
 		/* Missing, or changed meanwhile: the statement that settles every race. */
 		if (outcome == NULL)
-			outcome = write_row(plan, sql);
+			outcome = plan->routed ? write_row_routed(plan, sql) : write_row(plan, sql);
 	}
 	SPI_finish();
 
@@ -474,9 +567,31 @@ run_upsert(UpsertPlan *plan, const ShapeStatements *sql)
 	return outcome;
 }
 
-/* key and version_column are arguments keyarg and keyarg + 1. */
+/*
+ * Rights, before any row is read: SELECT on every column named (ON CONFLICT's
+ * WHERE and the probe read them all), INSERT on them, UPDATE on those it may change.
+ */
+#define UPSERT_RIGHTS (ACL_SELECT | ACL_INSERT | ACL_UPDATE)
+
+static void
+CheckUpsertColumns(UpsertPlan *plan, AclMode held)
+{
+	Bitmapset  *read = bms_union(plan->present, plan->keys);
+
+	if (plan->version != InvalidAttrNumber)
+		read = bms_add_member(read, plan->version);
+	shape_check_columns(plan->rel, ACL_SELECT, held, read);
+	shape_check_columns(plan->rel, ACL_INSERT, held, plan->present);
+	shape_check_columns(plan->rel, ACL_UPDATE, held, bms_difference(plan->present, plan->keys));
+}
+
+/*
+ * key and version_column are arguments keyarg and keyarg + 1.  A whole row given
+ * by value (upsert_row) leaves out its generated columns, which no one may set.
+ */
 static Datum
-upsert_common(FunctionCallInfo fcinfo, Relation rel, Jsonb *row, int keyarg)
+upsert_common(FunctionCallInfo fcinfo, Relation rel, AclMode held, Jsonb *row, int keyarg,
+			  bool whole_row)
 {
 	UpsertPlan	plan;
 	Bitmapset  *requested = key_argument(fcinfo, keyarg, rel);
@@ -487,8 +602,14 @@ upsert_common(FunctionCallInfo fcinfo, Relation rel, Jsonb *row, int keyarg)
 	plan.rel = rel;
 	plan.requested = requested;
 	plan.present = shape_jsonb_columns(rel, row);
+	if (whole_row)
+		plan.present = bms_del_members(plan.present, shape_generated_columns(rel));
 	plan.version = PG_ARGISNULL(keyarg + 1) ? InvalidAttrNumber :
 		shape_column(rel, text_to_cstring(PG_GETARG_TEXT_PP(keyarg + 1)));
+	plan.rls = check_enable_rls(RelationGetRelid(rel), InvalidOid, true) == RLS_ENABLED;
+	/* RETURNING xmax needs a plain table and SELECT on all of it (a system column). */
+	plan.routed = rel->rd_rel->relkind != RELKIND_RELATION || !(held & ACL_SELECT);
+	shape_check_assignable(rel, plan.present, true);
 
 	sql = shape_cache_lookup(rel, SHAPE_UPSERT, plan.present, requested, plan.version);
 	if (sql != NULL)
@@ -496,6 +617,7 @@ upsert_common(FunctionCallInfo fcinfo, Relation rel, Jsonb *row, int keyarg)
 		plan.keyindex = sql->keyindex;
 		plan.keys = sql->keys;
 		CheckRowHasKey(&plan);
+		CheckUpsertColumns(&plan, held);
 		CheckRowHasVersion(&plan, row);
 		bind_row(&plan, row);
 	}
@@ -504,9 +626,11 @@ upsert_common(FunctionCallInfo fcinfo, Relation rel, Jsonb *row, int keyarg)
 		plan.keyindex = built.keyindex = shape_unique_key(rel, requested);
 		plan.keys = built.keys = shape_index_columns(plan.keyindex);
 		CheckRowHasKey(&plan);
+		CheckUpsertColumns(&plan, held);
 		CheckRowHasVersion(&plan, row);
 		bind_row(&plan, row);
 		plan.qualname = shape_qualname(rel);
+		plan.target = shape_target(rel);
 		built.sql[0] = probe_sql(&plan);
 		built.sql[1] = write_sql(&plan);
 		built.sql[2] = insert_first_sql(&plan);
@@ -525,10 +649,11 @@ PG_FUNCTION_INFO_V1(inbox_upsert);
 Datum
 inbox_upsert(PG_FUNCTION_ARGS)
 {
-	Relation	rel = shape_open(fcinfo, 0, RowExclusiveLock);
+	AclMode		held;
+	Relation	rel = shape_open(fcinfo, 0, UPSERT_RIGHTS, false, RowExclusiveLock, &held);
 	Jsonb	   *row = shape_jsonb_arg(fcinfo, 1, "new_row", "{\"id\": 1, \"status\": \"PAID\"}");
 
-	return upsert_common(fcinfo, rel, row, 2);
+	return upsert_common(fcinfo, rel, held, row, 2, false);
 }
 
 /* A row of the table's own type: every column is present. */
@@ -562,6 +687,7 @@ inbox_upsert_row(PG_FUNCTION_ARGS)
 {
 	Oid			rowtype = get_fn_expr_argtype(fcinfo->flinfo, 0);
 	Oid			relid = OidIsValid(rowtype) ? get_typ_typrelid(rowtype) : InvalidOid;
+	AclMode		held;
 	Relation	rel;
 
 	if (PG_ARGISNULL(0))
@@ -575,6 +701,6 @@ inbox_upsert_row(PG_FUNCTION_ARGS)
 						OidIsValid(rowtype) ? format_type_be(rowtype) : "unknown"),
 				 errhint("Write it as a row of the table's type, such as ROW(...)::payments.")));
 
-	rel = table_open(relid, RowExclusiveLock);
-	return upsert_common(fcinfo, rel, row_to_jsonb(PG_GETARG_DATUM(0), rowtype), 1);
+	rel = shape_open_relid(relid, UPSERT_RIGHTS, false, RowExclusiveLock, &held);
+	return upsert_common(fcinfo, rel, held, row_to_jsonb(PG_GETARG_DATUM(0), rowtype), 1, true);
 }
