@@ -1139,6 +1139,9 @@ RESET ROLE;
         target = "fz.orders" if fn["name"] in ("upsert", "transition", "guard_transitions",
                                                "unguard_transitions") else INBOX_OF_KEY[kt][1].strip("'")
         args = [self.good_value(fn, i, f"'{target}'") for i in range(len(fn["types"]))]
+        # An argument that reads the locked table (the current token) would wait in
+        # the caller's own query, before the function runs: use a constant.
+        args = ["1" if "FROM" in a and target in a else a for a in args]
         call = self.build_call(fn, args)
         mode = self.rng.choice(["ACCESS EXCLUSIVE", "EXCLUSIVE", "SHARE"])
         try:
