@@ -1,11 +1,28 @@
-# idempotent_inbox: PGXS build, plus the two entry points a newcomer runs first.
+# idempotent_inbox: a plain PGXS build, as pgvector's.
 #
-#   make demo    install what is missing, build, install, run the demo on a throwaway cluster
-#   make test    the same, then every suite; ends with "N passed, N failed"
-#   make fuzz    the same build, then the long fuzz run (test/fuzz/README.md)
+#   make && sudo make install    build and install with the pg_config on PATH; installs
+#                                no package and needs nothing but pg_config (pass
+#                                PG_CONFIG=/path/to/pg_config for another server)
+#   make installcheck            the pg_regress, isolation and TAP suites against $PGHOST
 #
-# Both work on a fresh Debian machine before the server headers exist, so PGXS is
-# included only when pg_config can find it.
+# The package-installing harness (test/harness/) sits behind its own targets, which
+# copy the tree, install what is missing (postgresql-server-dev-15 among it) and build
+# with an explicit PG_CONFIG:
+#
+#   make demo      build, install, run the demo on a throwaway cluster
+#   make test      the same, then every suite; ends with "N passed, N failed"
+#   make bench     the benchmark suite (test/bench/README.md)
+#   make fuzz      the long fuzz run (test/fuzz/README.md)
+#   make valgrind  regress and isolation under valgrind
+#
+# On a fresh machine pg_config does not exist yet: $(shell) then prints
+# "make: pg_config: No such file or directory", PGXS is empty and `include` of an empty
+# list includes nothing, so the harness targets, which use no PGXS variable, still run
+# and install it.  The default goal stays `all`, which only PGXS defines, so a plain
+# `make` there stops with "No rule to make target 'all'" instead of running the
+# harness.  The include is not guarded: a pg_config whose PGXS file is missing (libpq-dev
+# without the server packages) stops every target, `make test` included; install
+# postgresql-server-dev-NN, or run the harness directly (bash test/harness/test).
 
 EXTENSION = idempotent_inbox
 MODULE_big = idempotent_inbox
@@ -31,18 +48,16 @@ PROVE_TESTS = $(sort $(wildcard test/t/*.pl))
 
 EXTRA_CLEAN = output_iso tmp_check results regression.diffs regression.out
 
-PG_CONFIG ?= $(shell test -x /usr/lib/postgresql/15/bin/pg_config && echo /usr/lib/postgresql/15/bin/pg_config || echo pg_config)
-PGXS := $(shell $(PG_CONFIG) --pgxs 2>/dev/null)
-ifneq ($(wildcard $(PGXS)),)
+.DEFAULT_GOAL := all
+
+PG_CONFIG ?= pg_config
+PGXS := $(shell $(PG_CONFIG) --pgxs)
 include $(PGXS)
+
 # PGXS does not track headers: every object depends on ours.
 $(OBJS): $(wildcard src/*.h)
-else
-all:
-	@echo "PostgreSQL server headers not found: run 'make demo' or 'make test', which install them"
-	@exit 1
-endif
 
+# The harness: scripts that need no PGXS variable, so that they run before pg_config exists.
 .PHONY: demo test bench fuzz valgrind
 
 demo:
