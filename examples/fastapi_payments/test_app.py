@@ -13,35 +13,18 @@ import sys
 import tempfile
 import threading
 import time
-import traceback
 import uuid
 
 import httpx
-import psycopg
+
+sys.path.append(os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                             "..", "..", "test", "python"))
+from inbox_tap import connect, done, eq, failures, ok, run_scenario  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 GATEWAY_DELAY = 1.5       # long enough to send a second request while the first is charging
 RUN = uuid.uuid4().hex[:8]
 PAYMENT = {"amount": 1250, "currency": "EUR", "source": "tok_visa"}
-
-count = 0
-failed = 0
-
-
-def ok(passed, name, diag=""):
-    global count, failed
-    count += 1
-    if not passed:
-        failed += 1
-    print(f"{'ok' if passed else 'not ok'} {count} - {name}")
-    if not passed and diag:
-        for line in str(diag).splitlines():
-            print(f"# {line}", file=sys.stderr)
-    sys.stdout.flush()
-
-
-def eq(got, want, name):
-    ok(got == want, name, f"got:  {got!r}\nwant: {want!r}")
 
 
 def key(name):
@@ -168,25 +151,20 @@ def main():
         try:
             ok(base is not None, "uvicorn serves the app")
             if base is not None:
-                with psycopg.connect("", autocommit=True) as conn, \
-                        httpx.Client(base_url=base, timeout=30) as client:
+                with connect() as conn, httpx.Client(base_url=base, timeout=30) as client:
                     for scenario in scenarios:
-                        try:
-                            scenario(client, conn)
-                        except Exception:  # noqa: BLE001 - one failure, not the end
-                            ok(False, f"{scenario.__name__} died", traceback.format_exc())
+                        run_scenario(scenario, client, conn)
                     eq(conn.execute("SELECT count(*) FROM charges WHERE idempotency_key "
                                     "LIKE %s", (RUN + "-%",)).fetchone()[0], 3,
                        "three charges in all: first, second, concurrent")
         finally:
             proc.terminate()
             proc.wait(timeout=10)
-            if failed:
+            if failures():
                 log.seek(0)
                 for line in log.read().splitlines():
                     print(f"# server: {line}", file=sys.stderr)
-    print(f"1..{count}")
-    return 1 if failed else 0
+    return done()
 
 
 if __name__ == "__main__":

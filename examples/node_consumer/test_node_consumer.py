@@ -14,10 +14,11 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import traceback
 from decimal import Decimal
 
-import psycopg
+sys.path.append(os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                             "..", "..", "test", "python"))
+from inbox_tap import connect, died, done, eq, ok, own_schema, run_scenario  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SCHEMA = "node_consumer"
@@ -25,25 +26,6 @@ SAMPLE_BALANCES = {"alice": Decimal("57.25"), "bob": Decimal("20.00"), "carol": 
 SAMPLE_ACKS = [("pay-1", "applied"), ("pay-2", "applied"), ("pay-1", "duplicate"),
                ("pay-3", "applied"), ("pay-2", "duplicate"), ("pay-4", "applied"),
                ("pay-1", "duplicate")]
-
-count = 0
-failed = 0
-
-
-def ok(passed, name, diag=""):
-    global count, failed
-    count += 1
-    if not passed:
-        failed += 1
-    print(f"{'ok' if passed else 'not ok'} {count} - {name}")
-    if not passed and diag:
-        for line in str(diag).splitlines():
-            print(f"# {line}", file=sys.stderr)
-    sys.stdout.flush()
-
-
-def eq(got, want, name):
-    ok(got == want, name, f"got:  {got!r}\nwant: {want!r}")
 
 
 def install(workdir):
@@ -131,20 +113,15 @@ def main():
     workdir = tempfile.mkdtemp(prefix="node_consumer.")
     try:
         if install(workdir):
-            with psycopg.connect("", autocommit=True) as conn:
-                conn.execute(f"DROP SCHEMA IF EXISTS {SCHEMA} CASCADE")
-                conn.execute(f"CREATE SCHEMA {SCHEMA}")
+            with connect() as conn:
+                own_schema(conn, SCHEMA)
                 for scenario in (scenario_sample, scenario_failure):
-                    try:
-                        scenario(conn, workdir)
-                    except Exception:  # noqa: BLE001 - one failure, not the end
-                        ok(False, f"{scenario.__name__} died", traceback.format_exc())
+                    run_scenario(scenario, conn, workdir)
     except Exception:  # noqa: BLE001 - no npm, no server: reported, not a crash
-        ok(False, "setup died", traceback.format_exc())
+        died("setup died")
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
-    print(f"1..{count}")
-    return 1 if failed else 0
+    return done()
 
 
 if __name__ == "__main__":

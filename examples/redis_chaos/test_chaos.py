@@ -7,36 +7,21 @@ duplicates.  B and D are allowed to be right by luck.  Prints TAP for prove, one
 per assertion.  Connects with the PG* environment variables; needs a database where
 idempotent_inbox is installed.  Needs redis-server, python3-redis and python3-psycopg.
 """
+import os
 import sys
-import traceback
 
 import redis
 
 import demo
 import report
 
+sys.path.append(os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                             "..", "..", "test", "python"))
+from inbox_tap import at_least, died, done, ok  # noqa: E402
+
 # Seed 23 plans, among others, 7 crashes between C's COMMIT and XACK and 8 between D's
 # two COMMITs: the assertions below do not hang on one lucky kill.
 EVENTS, KILLS, SEED, CRASH_RATE = 1000, 4, 23, 0.005
-
-count = 0
-failed = 0
-
-
-def ok(passed, name, diag=""):
-    global count, failed
-    count += 1
-    if not passed:
-        failed += 1
-    print(f"{'ok' if passed else 'not ok'} {count} - {name}")
-    if not passed and diag:
-        for line in str(diag).splitlines():
-            print(f"# {line}", file=sys.stderr)
-    sys.stdout.flush()
-
-
-def at_least(got, least, name):
-    ok(got >= least, name, f"got {got}, want at least {least}")
 
 
 def server_gone(port):
@@ -51,9 +36,8 @@ def main():
     try:
         outcome = demo.run(EVENTS, KILLS, SEED, CRASH_RATE, say=lambda line: None)
     except Exception:  # noqa: BLE001 - reported as the failure it is
-        ok(False, "the chaos run finished with every entry acknowledged", traceback.format_exc())
-        print(f"1..{count}")
-        return 1
+        died("the chaos run finished with every entry acknowledged")
+        return done()
     ok(True, "the chaos run finished with every entry acknowledged")
     for line in (demo.summary(outcome) + "\n\n" + report.table(outcome.results)).splitlines():
         print(f"# {line}")
@@ -77,8 +61,7 @@ def main():
     at_least(a.twice, outcome.resent + 1,
              "A applied every producer resend and at least one consumer redelivery twice")
     ok(server_gone(outcome.redis_port), "the private Redis server is stopped")
-    print(f"1..{count}")
-    return 1 if failed else 0
+    return done()
 
 
 if __name__ == "__main__":

@@ -5,38 +5,22 @@ untyped and int, Decimal, UUID and Jsonb are sent typed.  Prints TAP for prove,
 one line per assertion.  Connects with the PG* environment variables; needs a
 database where idempotent_inbox is installed.
 """
+import os
 import sys
-import traceback
 import uuid
 from decimal import Decimal
 
-import psycopg
 from psycopg import errors
 from psycopg.types.json import Jsonb
+
+sys.path.append(os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                             "..", "..", "test", "python"))
+from inbox_tap import connect, died, done, eq, ok  # noqa: E402
 
 CREDIT = "UPDATE py_accounts SET balance = balance + $2 WHERE id = $1"
 APPLY5 = "SELECT inbox.claim_apply(%s, %s, %s, %s, %s)"
 # The documented way to mix a Python str with typed values: type the str too.
 APPLY5_TEXT = "SELECT inbox.claim_apply(%s, %s, %s, %s::text, %s)"
-
-count = 0
-failed = 0
-
-
-def ok(passed, name, diag=""):
-    global count, failed
-    count += 1
-    if not passed:
-        failed += 1
-    print(f"{'ok' if passed else 'not ok'} {count} - {name}")
-    if not passed and diag:
-        for line in str(diag).splitlines():
-            print(f"# {line}", file=sys.stderr)
-    sys.stdout.flush()
-
-
-def eq(got, want, name):
-    ok(got == want, name, f"got:  {got!r}\nwant: {want!r}")
 
 
 def raises(exc_class, fn, name):
@@ -50,10 +34,6 @@ def raises(exc_class, fn, name):
         ok(False, name, f"raised {type(e).__name__} ({getattr(e, 'sqlstate', None)}): {e}")
         return
     ok(False, name, f"no error, expected {exc_class.__name__}")
-
-
-def connect(autocommit=True):
-    return psycopg.connect("", autocommit=autocommit)
 
 
 def one(conn, query, params=()):
@@ -238,9 +218,8 @@ def main():
             else:
                 scenario()
         except Exception:  # noqa: BLE001 - a scenario that dies is one failure, not the end
-            ok(False, f"{scenario.__name__} died", traceback.format_exc())
-    print(f"1..{count}")
-    return 1 if failed else 0
+            died(f"{scenario.__name__} died")
+    return done()
 
 
 if __name__ == "__main__":
