@@ -200,10 +200,6 @@ extern void registry_check_window_rights(const InboxInfo *inbox);
 extern void registry_forbid_row_security(FunctionCallInfo fcinfo, const InboxInfo *inbox);
 extern Oid	registry_extension_namespace(FunctionCallInfo fcinfo);
 extern Oid	registry_extension_relation(FunctionCallInfo fcinfo, const char *relname);
-extern void registry_check_owner(FunctionCallInfo fcinfo, int argno);
-extern void registry_check_retention(Interval *retention);
-extern void registry_update_retention(FunctionCallInfo fcinfo, Oid relid, Datum retention,
-									  bool retention_null);
 
 /* retired.c */
 extern void retired_init(void);

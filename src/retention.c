@@ -1,7 +1,8 @@
 /*
  * retention.c
- *		Dedup windows: set_retention, and purge, which deletes the claims that have
- *		fallen out of an inbox's window.
+ *		Dedup windows: the claimed_at index a window needs, and purge, which
+ *		deletes the claims that have fallen out of an inbox's window.  The window
+ *		itself is set by set_retention (inbox_admin.c).
  *
  * A claim older than the inbox's retention already counts as absent to every
  * claim and lease (claim_row.c); deleting it only gives the space back.  So purge
@@ -78,30 +79,6 @@ retention_index_create(Oid relid)
 	rc = SPI_execute(psprintf("CREATE INDEX ON %s (claimed_at)", qualname), false, 0);
 	if (rc != SPI_OK_UTILITY)
 		elog(ERROR, "CREATE INDEX returned %s", SPI_result_code_string(rc));
-}
-
-PG_FUNCTION_INFO_V1(inbox_set_retention);
-Datum
-inbox_set_retention(PG_FUNCTION_ARGS)
-{
-	InboxInfo  *inbox;
-	bool		has_retention = !PG_ARGISNULL(1);
-
-	registry_check_owner(fcinfo, 0);
-	inbox = registry_lookup(fcinfo, 0, ShareUpdateExclusiveLock, 0);
-	if (has_retention)
-		registry_check_retention(PG_GETARG_INTERVAL_P(1));
-
-	spi_connect();
-	if (has_retention)
-		retention_index_create(inbox->relid);
-	registry_update_retention(fcinfo, inbox->relid, has_retention ? PG_GETARG_DATUM(1) : (Datum) 0,
-							  !has_retention);
-	SPI_finish();
-
-	/* Every backend re-reads the window at its next call on this inbox. */
-	CacheInvalidateRelcacheByRelid(inbox->relid);
-	PG_RETURN_VOID();
 }
 
 /* The inbox's name for an error message, or its OID once it is gone. */
