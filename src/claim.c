@@ -39,6 +39,17 @@
 #include "utils/uuid.h"
 
 #include "inbox.h"
+#include "claim.h"
+#include "claim_direct.h"
+#include "claim_row.h"
+#include "fingerprint.h"
+#include "inbox_sql.h"
+#include "message_id.h"
+#include "registry.h"
+#include "retention.h"
+#include "signature.h"
+#include "spi_util.h"
+#include "stats.h"
 
 /*
  * The duplicate that needs no INSERT: under READ COMMITTED a claim that is

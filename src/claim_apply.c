@@ -29,6 +29,12 @@
 #include "utils/lsyscache.h"
 
 #include "inbox.h"
+#include "claim.h"
+#include "message_id.h"
+#include "registry.h"
+#include "signature.h"
+#include "spi_util.h"
+#include "statement_cache.h"
 
 #define STATEMENT_ARG 2
 #define FIRST_VALUE_ARG 3

@@ -37,6 +37,9 @@
 
 #include "compat.h"
 #include "inbox.h"
+#include "claim_direct.h"
+#include "claim_row.h"
+#include "direct_access.h"
 
 static bool
 insert_speculatively(InboxInfo *inbox, Datum message_id)

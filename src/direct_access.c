@@ -63,6 +63,7 @@
 
 #include "compat.h"
 #include "inbox.h"
+#include "direct_access.h"
 
 /* Does the table have an index whose uniqueness is checked only later? */
 static bool

@@ -18,6 +18,9 @@
 
 #include "compat.h"
 #include "inbox.h"
+#include "fingerprint.h"
+#include "message_id.h"
+#include "stats.h"
 
 #ifdef COMPAT_HAS_CRYPTOHASH
 #include "common/cryptohash.h"

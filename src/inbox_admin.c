@@ -31,6 +31,10 @@
 
 #include "compat.h"
 #include "inbox.h"
+#include "registry.h"
+#include "retention.h"
+#include "spi_util.h"
+#include "stats.h"
 
 /* The schema our SQL objects live in, by name, for the statements below. */
 static char *

@@ -44,6 +44,9 @@
 #include "utils/syscache.h"
 
 #include "inbox.h"
+#include "direct_access.h"
+#include "inbox_shape.h"
+#include "inbox_sql.h"
 
 /* The type each of create_inbox's columns must have, by InboxColumn. */
 static const Oid column_types[INBOX_NUM_COLUMNS] = {

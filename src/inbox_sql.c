@@ -16,6 +16,8 @@
 #include "utils/lsyscache.h"
 
 #include "inbox.h"
+#include "inbox_sql.h"
+#include "spi_util.h"
 
 const char *const inbox_column_names[INBOX_NUM_COLUMNS] = {
 	[COL_CLAIMED_AT] = "claimed_at",

@@ -22,6 +22,15 @@
 #include "utils/lsyscache.h"
 
 #include "inbox.h"
+#include "claim_row.h"
+#include "fingerprint.h"
+#include "inbox_sql.h"
+#include "message_id.h"
+#include "registry.h"
+#include "retention.h"
+#include "signature.h"
+#include "spi_util.h"
+#include "stats.h"
 
 typedef enum LeaseStatus
 {

@@ -39,6 +39,12 @@
 
 #include "compat.h"
 #include "inbox.h"
+#include "inbox_shape.h"
+#include "registry.h"
+#include "retired.h"
+#include "signature.h"
+#include "spi_util.h"
+#include "stats.h"
 
 static HTAB *InboxCache = NULL;
 

@@ -29,6 +29,43 @@
 
 #include "compat.h"
 #include "inbox.h"
+#include "inbox_sql.h"
+#include "registry.h"
+#include "retention.h"
+#include "spi_util.h"
+#include "stats.h"
+
+/*
+ * Claims made before this instant are outside the inbox's window.  Strictly
+ * before, as in the SQL guards of inbox_sql.c, so that what is decided here as
+ * expired is also expired to the statement that acts on it.
+ */
+TimestampTz
+retention_cutoff(const InboxInfo *inbox, TimestampTz now)
+{
+	/* A window set before it was bounded: nothing can be that old. */
+	if (!retention_within_bounds(&inbox->retention))
+		return DT_NOBEGIN;
+	return DatumGetTimestampTz(DirectFunctionCall2(timestamptz_mi_interval,
+												   TimestampTzGetDatum(now),
+												   IntervalPGetDatum(&inbox->retention)));
+}
+
+/*
+ * A window longer than this could not be subtracted from now without leaving
+ * the range of timestamps; NULL is the way to keep claims forever.
+ */
+bool
+retention_within_bounds(const Interval *retention)
+{
+	Interval	longest;
+
+	memset(&longest, 0, sizeof(longest));
+	longest.month = MAX_RETENTION_YEARS * MONTHS_PER_YEAR;
+	return DatumGetBool(DirectFunctionCall2(interval_le,
+											IntervalPGetDatum(retention),
+											IntervalPGetDatum(&longest)));
+}
 
 /* Does some index of the inbox lead with claimed_at? */
 static bool

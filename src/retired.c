@@ -22,6 +22,7 @@
 #include "utils/memutils.h"
 
 #include "inbox.h"
+#include "retired.h"
 
 static List *RetiredPlans = NIL;
 static List *RetiredContexts = NIL;

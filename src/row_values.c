@@ -24,6 +24,8 @@
 #include "utils/rel.h"
 
 #include "inbox.h"
+#include "retired.h"
+#include "row_values.h"
 
 /*
  * A converter lives in its own context, apart from its hash entry: an

@@ -27,7 +27,8 @@
 #include "utils/syscache.h"
 
 #include "inbox.h"
-#include "table_shape.h"
+#include "retired.h"
+#include "shape_cache.h"
 
 typedef struct ShapeKey
 {

@@ -18,6 +18,7 @@
 #include "utils/syscache.h"
 
 #include "inbox.h"
+#include "signature.h"
 
 /*
  * The extension was dropped while one of its functions was running (55000).

@@ -46,6 +46,8 @@
 
 #include "compat.h"
 #include "inbox.h"
+#include "spi_util.h"
+#include "statement_cache.h"
 
 struct StatementPlan
 {

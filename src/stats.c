@@ -38,6 +38,7 @@
 
 #include "compat.h"
 #include "inbox.h"
+#include "stats.h"
 
 typedef struct StatsKey
 {

@@ -13,6 +13,12 @@
 #include "utils/lsyscache.h"
 
 #include "inbox.h"
+#include "claim_row.h"
+#include "inbox_sql.h"
+#include "message_id.h"
+#include "registry.h"
+#include "signature.h"
+#include "spi_util.h"
 
 PG_FUNCTION_INFO_V1(inbox_complete);
 Datum

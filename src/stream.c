@@ -42,6 +42,11 @@
 
 #include "compat.h"
 #include "inbox.h"
+#include "direct_access.h"
+#include "registry.h"
+#include "retired.h"
+#include "spi_util.h"
+#include "stats.h"
 
 /* Topic names are short (Kafka allows 249 characters); bound them like ids. */
 #define MAX_TOPIC_BYTES INBOX_MAX_ID_BYTES

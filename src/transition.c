@@ -37,6 +37,13 @@
 #include "utils/rel.h"
 
 #include "inbox.h"
+#include "row_fetch.h"
+#include "row_values.h"
+#include "shape_cache.h"
+#include "signature.h"
+#include "spi_util.h"
+#include "state_machine.h"
+#include "statement_cache.h"
 #include "table_shape.h"
 
 /* Share of recent calls that moved their row above which the UPDATE goes first. */

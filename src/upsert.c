@@ -48,6 +48,12 @@
 #include "utils/typcache.h"
 
 #include "inbox.h"
+#include "row_fetch.h"
+#include "row_values.h"
+#include "shape_cache.h"
+#include "signature.h"
+#include "spi_util.h"
+#include "statement_cache.h"
 #include "table_shape.h"
 
 typedef struct UpsertPlan
