@@ -98,10 +98,10 @@ claim_insert(InboxInfo *inbox, Datum message_id, bytea *fingerprint)
 		if (direct != CLAIM_DIRECT_UNAVAILABLE)
 			return direct == CLAIM_DIRECT_CLAIMED;
 		return claim_row_stored(inbox, message_id,
-								inbox_execute(inbox, SQL_CLAIM, values, NULL));
+								inbox_sql_execute(inbox, SQL_CLAIM, values, NULL));
 	}
 	return claim_row_stored(inbox, message_id,
-							inbox_execute(inbox, SQL_CLAIM_FULL, values, nulls));
+							inbox_sql_execute(inbox, SQL_CLAIM_FULL, values, nulls));
 }
 
 /* A fresh claim in place of an expired one; false if the row changed meanwhile. */
@@ -113,7 +113,7 @@ claim_reclaim(InboxInfo *inbox, Datum message_id, bytea *fingerprint, TimestampT
 							 TimestampTzGetDatum(now)};
 	char		nulls[8] = {' ', fingerprint ? ' ' : 'n', 'n', 'n', 'n', 'n', ' ', ' '};
 
-	return inbox_execute(inbox, SQL_RECLAIM, values, nulls) == 1;
+	return inbox_sql_execute(inbox, SQL_RECLAIM, values, nulls) == 1;
 }
 
 /*
@@ -192,7 +192,7 @@ claim_by_sql(InboxInfo *inbox, Datum message_id)
 	}
 	return record_outcome(inbox,
 						  !claim_row_stored(inbox, message_id,
-											inbox_execute(inbox, SQL_CLAIM, &message_id, NULL)));
+											inbox_sql_execute(inbox, SQL_CLAIM, &message_id, NULL)));
 }
 
 /*
@@ -236,7 +236,7 @@ PG_FUNCTION_INFO_V1(inbox_claim);
 Datum
 inbox_claim(PG_FUNCTION_ARGS)
 {
-	const CallSignature *sig = call_signature(fcinfo);
+	const CallSignature *sig = signature_of_call(fcinfo);
 	InboxInfo  *inbox = registry_lookup(fcinfo, 0, RowExclusiveLock, ACL_INSERT | ACL_SELECT);
 	Datum		id = message_id_from_arg(fcinfo, 1, sig->keytype, inbox);
 	bytea	   *fingerprint = fingerprint_arg(fcinfo, 2);
@@ -264,7 +264,7 @@ PG_FUNCTION_INFO_V1(inbox_try_claim);
 Datum
 inbox_try_claim(PG_FUNCTION_ARGS)
 {
-	const CallSignature *sig = call_signature(fcinfo);
+	const CallSignature *sig = signature_of_call(fcinfo);
 	InboxInfo  *inbox = registry_lookup(fcinfo, 0, RowExclusiveLock, ACL_INSERT | ACL_SELECT);
 	Datum		id = message_id_from_arg(fcinfo, 1, sig->keytype, inbox);
 	bool		columns = inbox->columns[COL_LEASE_UNTIL] != InvalidAttrNumber;
@@ -292,7 +292,7 @@ inbox_try_claim(PG_FUNCTION_ARGS)
 		SPI_finish();
 	}
 
-	PG_RETURN_DATUM(enum_label(sig->rettype, status));
+	PG_RETURN_DATUM(signature_enum_label(sig->rettype, status));
 }
 
 /*
@@ -422,7 +422,7 @@ Datum
 inbox_claim_many(PG_FUNCTION_ARGS)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-	const CallSignature *sig = call_signature(fcinfo);
+	const CallSignature *sig = signature_of_call(fcinfo);
 	InboxInfo  *inbox = registry_lookup(fcinfo, 0, RowExclusiveLock, ACL_INSERT | ACL_SELECT);
 	Datum	   *given;
 	Datum	   *keys;
@@ -457,12 +457,12 @@ inbox_claim_many(PG_FUNCTION_ARGS)
 
 		registry_check_window_rights(inbox);
 
-		inbox_execute(inbox, SQL_CLAIM_MANY_WINDOW, values, NULL);
+		inbox_sql_execute(inbox, SQL_CLAIM_MANY_WINDOW, values, NULL);
 	}
 	else
 	{
 		arg = PointerGetDatum(batch);
-		inbox_execute(inbox, SQL_CLAIM_MANY, &arg, NULL);
+		inbox_sql_execute(inbox, SQL_CLAIM_MANY, &arg, NULL);
 	}
 	stats_count(inbox, COUNT_CLAIMS, SPI_processed);
 	stats_count(inbox, COUNT_DUPLICATES, nids - (int64) SPI_processed);

@@ -57,7 +57,7 @@ insert_speculatively(InboxInfo *inbox, Datum message_id)
 	slot->tts_isnull[inbox->columns[COL_CLAIMED_AT] - 1] = false;
 	ExecStoreVirtualTuple(slot);
 
-	inserted = speculative_insert(rel, inbox->pkindex, slot);
+	inserted = direct_access_speculative_insert(rel, inbox->pkindex, slot);
 
 	ExecDropSingleTupleTableSlot(slot);
 	table_close(rel, NoLock);

@@ -85,7 +85,7 @@ copy_present_columns(TupleTableSlot *slot, void *arg)
 }
 
 /*
- * The claim of one id, as dirty_lookup sees it.  columns: also copy the row's
+ * The claim of one id, as direct_access_dirty_lookup sees it.  columns: also copy the row's
  * columns, for a present row.  The caller has locked the inbox.
  */
 void
@@ -99,8 +99,8 @@ claim_row_read(InboxInfo *inbox, Datum message_id, bool columns, ClaimRow *row)
 	memset(row, 0, sizeof(ClaimRow));
 	ScanKeyInit(&key, 1, BTEqualStrategyNumber, inbox->key_eq, message_id);
 	key.sk_collation = index->rd_indcollation[0];
-	row->state = dirty_lookup(heap, index, &key, 1, &row->wait, &row->tid,
-							  columns ? copy_present_columns : NULL, &arg);
+	row->state = direct_access_dirty_lookup(heap, index, &key, 1, &row->wait, &row->tid,
+											columns ? copy_present_columns : NULL, &arg);
 
 	index_close(index, AccessShareLock);
 	table_close(heap, NoLock);

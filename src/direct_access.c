@@ -154,9 +154,9 @@ direct_access_allowed(Oid relid, AclMode rights)
  * as present, to read its columns.  Shared by claims and stream positions.
  */
 RowState
-dirty_lookup(Relation heap, Relation index, ScanKey keys, int nkeys, DirtyWait *wait,
-			 ItemPointer tid, void (*on_present) (TupleTableSlot *slot, void *arg),
-			 void *arg)
+direct_access_dirty_lookup(Relation heap, Relation index, ScanKey keys, int nkeys, DirtyWait *wait,
+						   ItemPointer tid, void (*on_present) (TupleTableSlot *slot, void *arg),
+						   void *arg)
 {
 	SnapshotData dirty;
 	IndexScanDesc scan;
@@ -215,7 +215,7 @@ direct_access_wait(Relation heap, const DirtyWait *wait, ItemPointer tid)
  * has locked rel and checked direct_access_possible and direct_access_allowed.
  */
 bool
-speculative_insert(Relation rel, Oid arbiter, TupleTableSlot *slot)
+direct_access_speculative_insert(Relation rel, Oid arbiter, TupleTableSlot *slot)
 {
 	EState	   *estate = CreateExecutorState();
 	ResultRelInfo *rri = makeNode(ResultRelInfo);

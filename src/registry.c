@@ -72,10 +72,10 @@ retire_entry_contents(InboxInfo *entry)
 {
 	for (int i = 0; i < SQL_NUM_STATEMENTS; i++)
 	{
-		retire_plan(entry->plans[i]);
+		retired_add_plan(entry->plans[i]);
 		entry->plans[i] = NULL;
 	}
-	retire_context(entry->cxt);
+	retired_add_context(entry->cxt);
 	entry->cxt = NULL;
 }
 
@@ -125,7 +125,7 @@ registry_extension_namespace(FunctionCallInfo fcinfo)
 	Oid			nspid = get_func_namespace(fcinfo->flinfo->fn_oid);
 
 	if (!OidIsValid(nspid) || get_namespace_name(nspid) == NULL)
-		report_extension_dropped();
+		signature_report_extension_dropped();
 	return nspid;
 }
 

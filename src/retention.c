@@ -134,7 +134,7 @@ purge_batch(InboxInfo *inbox, int64 batch)
 	TimestampTz now = GetCurrentTimestamp();
 	Datum		values[3] = {TimestampTzGetDatum(retention_cutoff(inbox, now)),
 							 TimestampTzGetDatum(now), Int64GetDatum(batch)};
-	int64		purged = inbox_execute(inbox, SQL_PURGE, values, NULL);
+	int64		purged = inbox_sql_execute(inbox, SQL_PURGE, values, NULL);
 
 	stats_count(inbox, COUNT_PURGED, purged);
 	return purged;
@@ -181,11 +181,11 @@ purge_rel_owner(Oid relid)
  * VIEW do: under SECURITY_RESTRICTED_OPERATION (no SET ROLE, no temporary
  * objects) and with search_path set to pg_catalog, pg_temp in a GUC nest level
  * of its own.  The table must be locked, so that its owner cannot change.  An
- * error unwinds both through the (sub)transaction abort, as in core; as_owner_end
+ * error unwinds both through the (sub)transaction abort, as in core; retention_as_owner_end
  * restores them on success.
  */
 void
-as_owner_begin(Oid relid, AsOwner *save)
+retention_as_owner_begin(Oid relid, AsOwner *save)
 {
 	GetUserIdAndSecContext(&save->save_userid, &save->save_sec_context);
 	SetUserIdAndSecContext(purge_rel_owner(relid),
@@ -196,7 +196,7 @@ as_owner_begin(Oid relid, AsOwner *save)
 }
 
 void
-as_owner_end(const AsOwner *save)
+retention_as_owner_end(const AsOwner *save)
 {
 	AtEOXact_GUC(false, save->save_nestlevel);
 	SetUserIdAndSecContext(save->save_userid, save->save_sec_context);
@@ -250,11 +250,11 @@ inbox_purge(PG_FUNCTION_ARGS)
 				 errhint("Set one with inbox.set_retention().")));
 
 	/* The table is locked: its owner cannot change (ALTER TABLE OWNER waits). */
-	as_owner_begin(relid, &as_owner);
+	retention_as_owner_begin(relid, &as_owner);
 	spi_connect();
 	purged = purge_batch(inbox, batch);
 	SPI_finish();
-	as_owner_end(&as_owner);
+	retention_as_owner_end(&as_owner);
 
 	PG_RETURN_INT64(purged);
 }
@@ -288,12 +288,12 @@ inbox_oldest_claim(PG_FUNCTION_ARGS)
 	 * and expressions, which must not run with the rights of a superuser reading
 	 * inbox.stats.  Policies are not bypassed: they do not apply to the caller.
 	 */
-	as_owner_begin(relid, &as_owner);
+	retention_as_owner_begin(relid, &as_owner);
 	spi_connect();
-	if (inbox_execute(inbox, SQL_OLDEST, NULL, NULL) == 1)
+	if (inbox_sql_execute(inbox, SQL_OLDEST, NULL, NULL) == 1)
 		oldest = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
 	SPI_finish();
-	as_owner_end(&as_owner);
+	retention_as_owner_end(&as_owner);
 
 	if (isnull)
 		PG_RETURN_NULL();

@@ -16,8 +16,8 @@ typedef struct AsOwner
 	int			save_nestlevel;
 } AsOwner;
 
-extern void as_owner_begin(Oid relid, AsOwner *save);
-extern void as_owner_end(const AsOwner *save);
+extern void retention_as_owner_begin(Oid relid, AsOwner *save);
+extern void retention_as_owner_end(const AsOwner *save);
 
 extern void retention_index_create(Oid relid);
 

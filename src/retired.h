@@ -8,7 +8,7 @@
 #include "inbox.h"
 
 extern void retired_init(void);
-extern void retire_plan(SPIPlanPtr plan);
-extern void retire_context(MemoryContext cxt);
+extern void retired_add_plan(SPIPlanPtr plan);
+extern void retired_add_context(MemoryContext cxt);
 
 #endif							/* INBOX_RETIRED_H */

@@ -62,7 +62,7 @@ forget_converter(Datum arg, Oid relid)
 	{
 		if (OidIsValid(relid) && entry->relid != relid)
 			continue;
-		retire_context(entry->converter->cxt);
+		retired_add_context(entry->converter->cxt);
 		hash_search(Converters, &entry->relid, HASH_REMOVE, NULL);
 	}
 }

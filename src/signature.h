@@ -17,8 +17,8 @@ typedef struct CallSignature
 	Oid			rettype;		/* declared result type (an enum for some) */
 } CallSignature;
 
-extern const CallSignature *call_signature(FunctionCallInfo fcinfo);
-extern Datum enum_label(Oid enumtype, const char *label);
-extern void report_extension_dropped(void) pg_attribute_noreturn();
+extern const CallSignature *signature_of_call(FunctionCallInfo fcinfo);
+extern Datum signature_enum_label(Oid enumtype, const char *label);
+extern void signature_report_extension_dropped(void) pg_attribute_noreturn();
 
 #endif							/* INBOX_SIGNATURE_H */

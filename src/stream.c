@@ -111,8 +111,8 @@ position_plans(FunctionCallInfo fcinfo)
 		return &plans;
 
 	/* An outer call may still be running them (retired.c). */
-	retire_plan(plans.advance);
-	retire_plan(plans.read);
+	retired_add_plan(plans.advance);
+	retired_add_plan(plans.read);
 	plans.advance = plans.read = NULL;
 	plans.relid = InvalidOid;
 
@@ -245,8 +245,8 @@ position_read(Relation rel, Relation index, PositionPlans *p, Datum *keys, Posit
 		ScanKeyInit(&scankeys[i], i + 1, BTEqualStrategyNumber, p->key_eq[i], keys[i]);
 		scankeys[i].sk_collation = index->rd_indcollation[i];
 	}
-	row->state = dirty_lookup(rel, index, scankeys, POSITION_KEYS, &row->wait, &row->tid,
-							  read_offset, &row->offset);
+	row->state = direct_access_dirty_lookup(rel, index, scankeys, POSITION_KEYS, &row->wait, &row->tid,
+											read_offset, &row->offset);
 }
 
 /* The row as it must be after advancing to offset. */
@@ -342,7 +342,7 @@ advance_direct(PositionPlans *p, Datum *keys, int64 offset)
 		}
 		slot = position_slot(rel, keys, offset);
 		if (row.state == ROW_PRESENT ? position_update(rel, &row.tid, slot) :
-			speculative_insert(rel, p->pkindex, slot))
+			direct_access_speculative_insert(rel, p->pkindex, slot))
 			result = ADVANCE_MOVED;
 		ExecDropSingleTupleTableSlot(slot);
 	}

@@ -170,8 +170,8 @@ state_listed(ArrayType *sources, const char *state)
  * read from the index; NULL when the row may move and the guarded UPDATE must run.
  */
 static const char *
-decide_from_index(Relation rel, Oid keyindex, AttrNumber attnum, const Datum *row,
-				  const bool *rownulls, ArrayType *sources, const char *to_state)
+decide_missing_already_or_rejected(Relation rel, Oid keyindex, AttrNumber attnum, const Datum *row,
+								   const bool *rownulls, ArrayType *sources, const char *to_state)
 {
 	TupleDesc	desc = RelationGetDescr(rel);
 	Datum	   *stored = palloc(sizeof(Datum) * desc->natts);
@@ -264,25 +264,25 @@ inbox_transition(PG_FUNCTION_ARGS)
 	 * orders give the same answers: the UPDATE writes nothing unless it moves.
 	 */
 	outcome = (sql->fresh_rate < MOVED_FIRST_THRESHOLD && row_fetch_allowed(rel)) ?
-		decide_from_index(rel, keyindex, attnum, row, rownulls, sources, to_state) : NULL;
+		decide_missing_already_or_rejected(rel, keyindex, attnum, row, rownulls, sources, to_state) : NULL;
 	if (outcome != NULL)
 	{
 		shape_cache_record(rel, SHAPE_TRANSITION, keycols, NULL, attnum, false, false);
 		table_close(rel, NoLock);
-		PG_RETURN_DATUM(enum_label(call_signature(fcinfo)->rettype, outcome));
+		PG_RETURN_DATUM(signature_enum_label(signature_of_call(fcinfo)->rettype, outcome));
 	}
 
 	spi_connect();
 
 	statement = statement_cache_get(sql->sql[0], nkeys + 2, types);
-	statement_execute(statement, values, nulls);
+	statement_cache_execute(statement, values, nulls);
 	if (SPI_processed > 0)
 		outcome = "moved";
 	else
 	{
 		/* Lost a race, or may not read the row directly: look why nothing moved. */
 		statement = statement_cache_get(sql->sql[1], nkeys, types);
-		statement_execute(statement, values, nulls);
+		statement_cache_execute(statement, values, nulls);
 		if (SPI_processed == 0)
 			outcome = "missing";
 		else
@@ -297,5 +297,5 @@ inbox_transition(PG_FUNCTION_ARGS)
 					   strcmp(outcome, "moved") == 0, false);
 	table_close(rel, NoLock);
 
-	PG_RETURN_DATUM(enum_label(call_signature(fcinfo)->rettype, outcome));
+	PG_RETURN_DATUM(signature_enum_label(signature_of_call(fcinfo)->rettype, outcome));
 }
