@@ -96,9 +96,8 @@ direct_access_possible(Relation rel, const AttrNumber *filled, int nfilled)
 	TupleDesc	desc = RelationGetDescr(rel);
 	TupleConstr *constr = desc->constr;
 
-#ifdef COMPAT_NO_DIRECT_CLAIM
-	return false;
-#endif
+	if (!COMPAT_DIRECT_WRITES)
+		return false;
 	if (rel->rd_rel->relkind != RELKIND_RELATION || rel->rd_rel->relispartition ||
 		rel->rd_rel->relpersistence != RELPERSISTENCE_PERMANENT)
 		return false;

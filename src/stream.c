@@ -307,9 +307,8 @@ advance_direct(PositionPlans *p, Datum *keys, int64 offset)
 	Relation	index;
 	AdvanceResult result = ADVANCE_UNAVAILABLE;
 
-#ifdef COMPAT_NO_DIRECT_CLAIM
-	return ADVANCE_UNAVAILABLE;
-#endif
+	if (!COMPAT_DIRECT_WRITES)
+		return ADVANCE_UNAVAILABLE;
 	/* The positions table is written with its owner's rights (see above). */
 	if (IsolationUsesXactSnapshot() || XactReadOnly || IsInParallelMode())
 		return ADVANCE_UNAVAILABLE;
