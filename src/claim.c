@@ -417,35 +417,20 @@ batch_argument(FunctionCallInfo fcinfo, const CallSignature *sig, InboxInfo *inb
 	return construct_array(*keys, n, inbox->keytype, typlen, typbyval, typalign);
 }
 
-PG_FUNCTION_INFO_V1(inbox_claim_many);
-Datum
-inbox_claim_many(PG_FUNCTION_ARGS)
+/*
+ * Claim the batch in one statement, and put the ids it inserted into fresh,
+ * copied into the caller's memory before SPI_finish frees SPI's.
+ */
+static void
+claim_many_insert(InboxInfo *inbox, ArrayType *batch, int nids, HTAB *fresh)
 {
-	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-	const CallSignature *sig = signature_of_call(fcinfo);
-	InboxInfo  *inbox = registry_lookup(fcinfo, 0, RowExclusiveLock, ACL_INSERT | ACL_SELECT);
-	Datum	   *given;
-	Datum	   *keys;
-	int			nids;
-	int16		keylen;
-	bool		keybyval;
-	ArrayType  *batch;
-	HTAB	   *fresh;
-	Tuplestorestate *store;
-	TupleDesc	tupdesc;
 	MemoryContext callcxt = CurrentMemoryContext;
 	MemoryContext oldcxt;
+	int16		keylen;
+	bool		keybyval;
 	Datum		arg;
 
-	if (rsinfo == NULL || !IsA(rsinfo, ReturnSetInfo) ||
-		(rsinfo->allowedModes & SFRM_Materialize) == 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("claim_many must be called in a context that accepts a set")));
-
-	batch = batch_argument(fcinfo, sig, inbox, &given, &keys, &nids);
 	get_typlenbyval(inbox->keytype, &keylen, &keybyval);
-	fresh = fresh_ids_set(nids);
 
 	spi_connect();
 	if (inbox->has_retention)
@@ -467,7 +452,6 @@ inbox_claim_many(PG_FUNCTION_ARGS)
 	stats_count(inbox, COUNT_CLAIMS, SPI_processed);
 	stats_count(inbox, COUNT_DUPLICATES, nids - (int64) SPI_processed);
 
-	/* Copy the fresh ids out of SPI's memory before SPI_finish frees it. */
 	oldcxt = MemoryContextSwitchTo(callcxt);
 	for (uint64 i = 0; i < SPI_processed; i++)
 	{
@@ -480,8 +464,21 @@ inbox_claim_many(PG_FUNCTION_ARGS)
 	}
 	MemoryContextSwitchTo(oldcxt);
 	SPI_finish();
+}
 
-	/* Report in input order; removing each id as it is reported drops repeats. */
+/*
+ * claim_many's result: the fresh ids, as given, in input order.  Removing each
+ * id as it is reported drops repeats; an id that was not inserted is a
+ * duplicate, unless a trigger skipped it.
+ */
+static void
+claim_many_report(ReturnSetInfo *rsinfo, const CallSignature *sig, InboxInfo *inbox,
+				  Datum *given, Datum *keys, int nids, HTAB *fresh)
+{
+	Tuplestorestate *store;
+	TupleDesc	tupdesc;
+	MemoryContext oldcxt;
+
 	oldcxt = MemoryContextSwitchTo(rsinfo->econtext->ecxt_per_query_memory);
 	tupdesc = CreateTemplateTupleDesc(1);
 	TupleDescInitEntry(tupdesc, 1, "message_id", sig->keytype, -1, 0);
@@ -522,5 +519,30 @@ inbox_claim_many(PG_FUNCTION_ARGS)
 	rsinfo->returnMode = SFRM_Materialize;
 	rsinfo->setResult = store;
 	rsinfo->setDesc = tupdesc;
+}
+
+PG_FUNCTION_INFO_V1(inbox_claim_many);
+Datum
+inbox_claim_many(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	const CallSignature *sig = signature_of_call(fcinfo);
+	InboxInfo  *inbox = registry_lookup(fcinfo, 0, RowExclusiveLock, ACL_INSERT | ACL_SELECT);
+	Datum	   *given;
+	Datum	   *keys;
+	int			nids;
+	ArrayType  *batch;
+	HTAB	   *fresh;
+
+	if (rsinfo == NULL || !IsA(rsinfo, ReturnSetInfo) ||
+		(rsinfo->allowedModes & SFRM_Materialize) == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("claim_many must be called in a context that accepts a set")));
+
+	batch = batch_argument(fcinfo, sig, inbox, &given, &keys, &nids);
+	fresh = fresh_ids_set(nids);
+	claim_many_insert(inbox, batch, nids, fresh);
+	claim_many_report(rsinfo, sig, inbox, given, keys, nids, fresh);
 	return (Datum) 0;
 }
