@@ -191,6 +191,41 @@ decide_missing_already_or_rejected(Relation rel, Oid keyindex, AttrNumber attnum
 }
 
 /*
+ * The guarded UPDATE (sql[0]), and when it moved nothing the look at the row
+ * (sql[1]) that says why: missing, already in to_state, or rejected.
+ */
+static const char *
+move_or_look(const ShapeStatements *sql, int nkeys, Oid *types, Datum *values, char *nulls,
+			 const char *to_state)
+{
+	StatementPlan *statement;
+	const char *outcome;
+
+	spi_connect();
+
+	statement = statement_cache_get(sql->sql[0], nkeys + 2, types);
+	statement_cache_execute(statement, values, nulls);
+	if (SPI_processed > 0)
+		outcome = "moved";
+	else
+	{
+		/* Lost a race, or may not read the row directly: look why nothing moved. */
+		statement = statement_cache_get(sql->sql[1], nkeys, types);
+		statement_cache_execute(statement, values, nulls);
+		if (SPI_processed == 0)
+			outcome = "missing";
+		else
+		{
+			char	   *current = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
+
+			outcome = (current != NULL && strcmp(current, to_state) == 0) ? "already" : "rejected";
+		}
+	}
+	SPI_finish();
+	return outcome;
+}
+
+/*
  * The caller needs SELECT and UPDATE, checked before the lock; then SELECT on the
  * key and state columns and UPDATE on the state column, before any row is read.
  */
@@ -223,7 +258,6 @@ inbox_transition(PG_FUNCTION_ARGS)
 	Datum	   *values = palloc(sizeof(Datum) * (nkeys + 2));
 	char	   *nulls = palloc(sizeof(char) * (nkeys + 2));
 	ShapeStatements built = {0};
-	StatementPlan *statement;
 	const char *outcome;
 
 	shape_check_assignable(rel, bms_make_singleton(attnum), false);
@@ -272,27 +306,7 @@ inbox_transition(PG_FUNCTION_ARGS)
 		PG_RETURN_DATUM(signature_enum_label(signature_of_call(fcinfo)->rettype, outcome));
 	}
 
-	spi_connect();
-
-	statement = statement_cache_get(sql->sql[0], nkeys + 2, types);
-	statement_cache_execute(statement, values, nulls);
-	if (SPI_processed > 0)
-		outcome = "moved";
-	else
-	{
-		/* Lost a race, or may not read the row directly: look why nothing moved. */
-		statement = statement_cache_get(sql->sql[1], nkeys, types);
-		statement_cache_execute(statement, values, nulls);
-		if (SPI_processed == 0)
-			outcome = "missing";
-		else
-		{
-			char	   *current = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
-
-			outcome = (current != NULL && strcmp(current, to_state) == 0) ? "already" : "rejected";
-		}
-	}
-	SPI_finish();
+	outcome = move_or_look(sql, nkeys, types, values, nulls, to_state);
 	shape_cache_record(rel, SHAPE_TRANSITION, keycols, NULL, attnum,
 					   strcmp(outcome, "moved") == 0, false);
 	table_close(rel, NoLock);
