@@ -14,12 +14,7 @@
  */
 #include "postgres.h"
 
-#include "access/genam.h"
-#include "access/htup_details.h"
 #include "access/table.h"
-#include "access/xact.h"
-#include "catalog/namespace.h"
-#include "catalog/pg_class.h"
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
 #include "miscadmin.h"
@@ -35,7 +30,6 @@
 #include "utils/rls.h"
 #include "utils/syscache.h"
 #include "utils/timestamp.h"
-#include "utils/varlena.h"
 
 #include "compat.h"
 #include "inbox.h"
