@@ -39,6 +39,17 @@
 #include "utils/uuid.h"
 
 #include "inbox.h"
+#include "claim.h"
+#include "claim_direct.h"
+#include "claim_row.h"
+#include "fingerprint.h"
+#include "inbox_sql.h"
+#include "message_id.h"
+#include "registry.h"
+#include "retention.h"
+#include "signature.h"
+#include "spi_util.h"
+#include "stats.h"
 
 /*
  * The duplicate that needs no INSERT: under READ COMMITTED a claim that is
@@ -87,10 +98,10 @@ claim_insert(InboxInfo *inbox, Datum message_id, bytea *fingerprint)
 		if (direct != CLAIM_DIRECT_UNAVAILABLE)
 			return direct == CLAIM_DIRECT_CLAIMED;
 		return claim_row_stored(inbox, message_id,
-								inbox_execute(inbox, SQL_CLAIM, values, NULL));
+								inbox_sql_execute(inbox, SQL_CLAIM, values, NULL));
 	}
 	return claim_row_stored(inbox, message_id,
-							inbox_execute(inbox, SQL_CLAIM_FULL, values, nulls));
+							inbox_sql_execute(inbox, SQL_CLAIM_FULL, values, nulls));
 }
 
 /* A fresh claim in place of an expired one; false if the row changed meanwhile. */
@@ -102,7 +113,7 @@ claim_reclaim(InboxInfo *inbox, Datum message_id, bytea *fingerprint, TimestampT
 							 TimestampTzGetDatum(now)};
 	char		nulls[8] = {' ', fingerprint ? ' ' : 'n', 'n', 'n', 'n', 'n', ' ', ' '};
 
-	return inbox_execute(inbox, SQL_RECLAIM, values, nulls) == 1;
+	return inbox_sql_execute(inbox, SQL_RECLAIM, values, nulls) == 1;
 }
 
 /*
@@ -181,7 +192,7 @@ claim_by_sql(InboxInfo *inbox, Datum message_id)
 	}
 	return record_outcome(inbox,
 						  !claim_row_stored(inbox, message_id,
-											inbox_execute(inbox, SQL_CLAIM, &message_id, NULL)));
+											inbox_sql_execute(inbox, SQL_CLAIM, &message_id, NULL)));
 }
 
 /*
@@ -225,7 +236,7 @@ PG_FUNCTION_INFO_V1(inbox_claim);
 Datum
 inbox_claim(PG_FUNCTION_ARGS)
 {
-	const CallSignature *sig = call_signature(fcinfo);
+	const CallSignature *sig = signature_of_call(fcinfo);
 	InboxInfo  *inbox = registry_lookup(fcinfo, 0, RowExclusiveLock, ACL_INSERT | ACL_SELECT);
 	Datum		id = message_id_from_arg(fcinfo, 1, sig->keytype, inbox);
 	bytea	   *fingerprint = fingerprint_arg(fcinfo, 2);
@@ -253,7 +264,7 @@ PG_FUNCTION_INFO_V1(inbox_try_claim);
 Datum
 inbox_try_claim(PG_FUNCTION_ARGS)
 {
-	const CallSignature *sig = call_signature(fcinfo);
+	const CallSignature *sig = signature_of_call(fcinfo);
 	InboxInfo  *inbox = registry_lookup(fcinfo, 0, RowExclusiveLock, ACL_INSERT | ACL_SELECT);
 	Datum		id = message_id_from_arg(fcinfo, 1, sig->keytype, inbox);
 	bool		columns = inbox->columns[COL_LEASE_UNTIL] != InvalidAttrNumber;
@@ -281,7 +292,7 @@ inbox_try_claim(PG_FUNCTION_ARGS)
 		SPI_finish();
 	}
 
-	PG_RETURN_DATUM(enum_label(sig->rettype, status));
+	PG_RETURN_DATUM(signature_enum_label(sig->rettype, status));
 }
 
 /*
@@ -406,35 +417,20 @@ batch_argument(FunctionCallInfo fcinfo, const CallSignature *sig, InboxInfo *inb
 	return construct_array(*keys, n, inbox->keytype, typlen, typbyval, typalign);
 }
 
-PG_FUNCTION_INFO_V1(inbox_claim_many);
-Datum
-inbox_claim_many(PG_FUNCTION_ARGS)
+/*
+ * Claim the batch in one statement, and put the ids it inserted into fresh,
+ * copied into the caller's memory before SPI_finish frees SPI's.
+ */
+static void
+claim_many_insert(InboxInfo *inbox, ArrayType *batch, int nids, HTAB *fresh)
 {
-	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-	const CallSignature *sig = call_signature(fcinfo);
-	InboxInfo  *inbox = registry_lookup(fcinfo, 0, RowExclusiveLock, ACL_INSERT | ACL_SELECT);
-	Datum	   *given;
-	Datum	   *keys;
-	int			nids;
-	int16		keylen;
-	bool		keybyval;
-	ArrayType  *batch;
-	HTAB	   *fresh;
-	Tuplestorestate *store;
-	TupleDesc	tupdesc;
 	MemoryContext callcxt = CurrentMemoryContext;
 	MemoryContext oldcxt;
+	int16		keylen;
+	bool		keybyval;
 	Datum		arg;
 
-	if (rsinfo == NULL || !IsA(rsinfo, ReturnSetInfo) ||
-		(rsinfo->allowedModes & SFRM_Materialize) == 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("claim_many must be called in a context that accepts a set")));
-
-	batch = batch_argument(fcinfo, sig, inbox, &given, &keys, &nids);
 	get_typlenbyval(inbox->keytype, &keylen, &keybyval);
-	fresh = fresh_ids_set(nids);
 
 	spi_connect();
 	if (inbox->has_retention)
@@ -446,17 +442,16 @@ inbox_claim_many(PG_FUNCTION_ARGS)
 
 		registry_check_window_rights(inbox);
 
-		inbox_execute(inbox, SQL_CLAIM_MANY_WINDOW, values, NULL);
+		inbox_sql_execute(inbox, SQL_CLAIM_MANY_WINDOW, values, NULL);
 	}
 	else
 	{
 		arg = PointerGetDatum(batch);
-		inbox_execute(inbox, SQL_CLAIM_MANY, &arg, NULL);
+		inbox_sql_execute(inbox, SQL_CLAIM_MANY, &arg, NULL);
 	}
 	stats_count(inbox, COUNT_CLAIMS, SPI_processed);
 	stats_count(inbox, COUNT_DUPLICATES, nids - (int64) SPI_processed);
 
-	/* Copy the fresh ids out of SPI's memory before SPI_finish frees it. */
 	oldcxt = MemoryContextSwitchTo(callcxt);
 	for (uint64 i = 0; i < SPI_processed; i++)
 	{
@@ -469,8 +464,21 @@ inbox_claim_many(PG_FUNCTION_ARGS)
 	}
 	MemoryContextSwitchTo(oldcxt);
 	SPI_finish();
+}
 
-	/* Report in input order; removing each id as it is reported drops repeats. */
+/*
+ * claim_many's result: the fresh ids, as given, in input order.  Removing each
+ * id as it is reported drops repeats; an id that was not inserted is a
+ * duplicate, unless a trigger skipped it.
+ */
+static void
+claim_many_report(ReturnSetInfo *rsinfo, const CallSignature *sig, InboxInfo *inbox,
+				  Datum *given, Datum *keys, int nids, HTAB *fresh)
+{
+	Tuplestorestate *store;
+	TupleDesc	tupdesc;
+	MemoryContext oldcxt;
+
 	oldcxt = MemoryContextSwitchTo(rsinfo->econtext->ecxt_per_query_memory);
 	tupdesc = CreateTemplateTupleDesc(1);
 	TupleDescInitEntry(tupdesc, 1, "message_id", sig->keytype, -1, 0);
@@ -511,5 +519,30 @@ inbox_claim_many(PG_FUNCTION_ARGS)
 	rsinfo->returnMode = SFRM_Materialize;
 	rsinfo->setResult = store;
 	rsinfo->setDesc = tupdesc;
+}
+
+PG_FUNCTION_INFO_V1(inbox_claim_many);
+Datum
+inbox_claim_many(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	const CallSignature *sig = signature_of_call(fcinfo);
+	InboxInfo  *inbox = registry_lookup(fcinfo, 0, RowExclusiveLock, ACL_INSERT | ACL_SELECT);
+	Datum	   *given;
+	Datum	   *keys;
+	int			nids;
+	ArrayType  *batch;
+	HTAB	   *fresh;
+
+	if (rsinfo == NULL || !IsA(rsinfo, ReturnSetInfo) ||
+		(rsinfo->allowedModes & SFRM_Materialize) == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("claim_many must be called in a context that accepts a set")));
+
+	batch = batch_argument(fcinfo, sig, inbox, &given, &keys, &nids);
+	fresh = fresh_ids_set(nids);
+	claim_many_insert(inbox, batch, nids, fresh);
+	claim_many_report(rsinfo, sig, inbox, given, keys, nids, fresh);
 	return (Datum) 0;
 }

@@ -29,6 +29,12 @@
 #include "utils/lsyscache.h"
 
 #include "inbox.h"
+#include "claim.h"
+#include "message_id.h"
+#include "registry.h"
+#include "signature.h"
+#include "spi_util.h"
+#include "statement_cache.h"
 
 #define STATEMENT_ARG 2
 #define FIRST_VALUE_ARG 3
@@ -155,14 +161,14 @@ claim_then_apply(InboxInfo *inbox, Datum id, StatementPlan *statement, Statement
 
 	PG_TRY();
 	{
-		statement_convert_args(statement, args->values, args->nulls);
+		statement_cache_convert_args(statement, args->values, args->nulls);
 		claimed = claim_one(inbox, id, NULL);
 		if (claimed)
-			statement_execute(statement, args->values, args->nulls);
+			statement_cache_execute(statement, args->values, args->nulls);
 	}
 	PG_FINALLY();
 	{
-		statement_unpin(statement);
+		statement_cache_unpin(statement);
 	}
 	PG_END_TRY();
 	return claimed;
@@ -172,7 +178,7 @@ PG_FUNCTION_INFO_V1(inbox_claim_apply);
 Datum
 inbox_claim_apply(PG_FUNCTION_ARGS)
 {
-	const CallSignature *sig = call_signature(fcinfo);
+	const CallSignature *sig = signature_of_call(fcinfo);
 	InboxInfo  *inbox = registry_lookup(fcinfo, 0, RowExclusiveLock, ACL_INSERT | ACL_SELECT);
 	Datum		id = message_id_from_arg(fcinfo, 1, sig->keytype, inbox);
 	const char *source = statement_source(fcinfo);
@@ -190,8 +196,8 @@ inbox_claim_apply(PG_FUNCTION_ARGS)
 	/*
 	 * The statement, or another session meanwhile, may have dropped the
 	 * extension, outcome type included: take in the news before answering with
-	 * a value of that type (enum_label reports it, 55000).
+	 * a value of that type (signature_enum_label reports it, 55000).
 	 */
 	AcceptInvalidationMessages();
-	PG_RETURN_DATUM(enum_label(sig->rettype, claimed ? "applied" : "duplicate"));
+	PG_RETURN_DATUM(signature_enum_label(sig->rettype, claimed ? "applied" : "duplicate"));
 }

@@ -37,6 +37,9 @@
 
 #include "compat.h"
 #include "inbox.h"
+#include "claim_direct.h"
+#include "claim_row.h"
+#include "direct_access.h"
 
 static bool
 insert_speculatively(InboxInfo *inbox, Datum message_id)
@@ -54,7 +57,7 @@ insert_speculatively(InboxInfo *inbox, Datum message_id)
 	slot->tts_isnull[inbox->columns[COL_CLAIMED_AT] - 1] = false;
 	ExecStoreVirtualTuple(slot);
 
-	inserted = speculative_insert(rel, inbox->pkindex, slot);
+	inserted = direct_access_speculative_insert(rel, inbox->pkindex, slot);
 
 	ExecDropSingleTupleTableSlot(slot);
 	table_close(rel, NoLock);

@@ -28,6 +28,10 @@
 
 #include "compat.h"
 #include "inbox.h"
+#include "claim_row.h"
+#include "direct_access.h"
+#include "message_id.h"
+#include "retention.h"
 
 /* Column c of the row in slot; false (and nothing read) if the inbox lacks it. */
 static bool
@@ -81,7 +85,7 @@ copy_present_columns(TupleTableSlot *slot, void *arg)
 }
 
 /*
- * The claim of one id, as dirty_lookup sees it.  columns: also copy the row's
+ * The claim of one id, as direct_access_dirty_lookup sees it.  columns: also copy the row's
  * columns, for a present row.  The caller has locked the inbox.
  */
 void
@@ -95,8 +99,8 @@ claim_row_read(InboxInfo *inbox, Datum message_id, bool columns, ClaimRow *row)
 	memset(row, 0, sizeof(ClaimRow));
 	ScanKeyInit(&key, 1, BTEqualStrategyNumber, inbox->key_eq, message_id);
 	key.sk_collation = index->rd_indcollation[0];
-	row->state = dirty_lookup(heap, index, &key, 1, &row->wait, &row->tid,
-							  columns ? copy_present_columns : NULL, &arg);
+	row->state = direct_access_dirty_lookup(heap, index, &key, 1, &row->wait, &row->tid,
+											columns ? copy_present_columns : NULL, &arg);
 
 	index_close(index, AccessShareLock);
 	table_close(heap, NoLock);
@@ -111,38 +115,6 @@ claim_row_wait(InboxInfo *inbox, const ClaimRow *row)
 
 	direct_access_wait(heap, &row->wait, &tid);
 	table_close(heap, NoLock);
-}
-
-/*
- * Claims made before this instant are outside the inbox's window.  Strictly
- * before, as in the SQL guards of inbox_sql.c, so that what is decided here as
- * expired is also expired to the statement that acts on it.
- */
-TimestampTz
-retention_cutoff(const InboxInfo *inbox, TimestampTz now)
-{
-	/* A window set before it was bounded: nothing can be that old. */
-	if (!retention_within_bounds(&inbox->retention))
-		return DT_NOBEGIN;
-	return DatumGetTimestampTz(DirectFunctionCall2(timestamptz_mi_interval,
-												   TimestampTzGetDatum(now),
-												   IntervalPGetDatum(&inbox->retention)));
-}
-
-/*
- * A window longer than this could not be subtracted from now without leaving
- * the range of timestamps; NULL is the way to keep claims forever.
- */
-bool
-retention_within_bounds(const Interval *retention)
-{
-	Interval	longest;
-
-	memset(&longest, 0, sizeof(longest));
-	longest.month = MAX_RETENTION_YEARS * MONTHS_PER_YEAR;
-	return DatumGetBool(DirectFunctionCall2(interval_le,
-											IntervalPGetDatum(retention),
-											IntervalPGetDatum(&longest)));
 }
 
 /*

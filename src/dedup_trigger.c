@@ -46,6 +46,9 @@
 #include "utils/varlena.h"
 
 #include "inbox.h"
+#include "claim.h"
+#include "message_id.h"
+#include "registry.h"
 
 /* What the first row of a statement found out, kept for the rest of it. */
 typedef struct DedupTarget

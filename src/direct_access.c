@@ -63,6 +63,7 @@
 
 #include "compat.h"
 #include "inbox.h"
+#include "direct_access.h"
 
 /* Does the table have an index whose uniqueness is checked only later? */
 static bool
@@ -95,9 +96,8 @@ direct_access_possible(Relation rel, const AttrNumber *filled, int nfilled)
 	TupleDesc	desc = RelationGetDescr(rel);
 	TupleConstr *constr = desc->constr;
 
-#ifdef COMPAT_NO_DIRECT_CLAIM
-	return false;
-#endif
+	if (!COMPAT_DIRECT_WRITES)
+		return false;
 	if (rel->rd_rel->relkind != RELKIND_RELATION || rel->rd_rel->relispartition ||
 		rel->rd_rel->relpersistence != RELPERSISTENCE_PERMANENT)
 		return false;
@@ -153,9 +153,9 @@ direct_access_allowed(Oid relid, AclMode rights)
  * as present, to read its columns.  Shared by claims and stream positions.
  */
 RowState
-dirty_lookup(Relation heap, Relation index, ScanKey keys, int nkeys, DirtyWait *wait,
-			 ItemPointer tid, void (*on_present) (TupleTableSlot *slot, void *arg),
-			 void *arg)
+direct_access_dirty_lookup(Relation heap, Relation index, ScanKey keys, int nkeys, DirtyWait *wait,
+						   ItemPointer tid, void (*on_present) (TupleTableSlot *slot, void *arg),
+						   void *arg)
 {
 	SnapshotData dirty;
 	IndexScanDesc scan;
@@ -214,7 +214,7 @@ direct_access_wait(Relation heap, const DirtyWait *wait, ItemPointer tid)
  * has locked rel and checked direct_access_possible and direct_access_allowed.
  */
 bool
-speculative_insert(Relation rel, Oid arbiter, TupleTableSlot *slot)
+direct_access_speculative_insert(Relation rel, Oid arbiter, TupleTableSlot *slot)
 {
 	EState	   *estate = CreateExecutorState();
 	ResultRelInfo *rri = makeNode(ResultRelInfo);

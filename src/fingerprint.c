@@ -18,75 +18,26 @@
 
 #include "compat.h"
 #include "inbox.h"
-
-#ifdef COMPAT_HAS_CRYPTOHASH
-#include "common/cryptohash.h"
-#include "common/sha2.h"
-#else
-#include "common/sha2.h"
-#endif
-
-/* Incremental SHA-256, the same on every version we build against. */
-typedef struct Digest
-{
-#ifdef COMPAT_HAS_CRYPTOHASH
-	pg_cryptohash_ctx *ctx;
-#else
-	pg_sha256_ctx ctx;
-#endif
-} Digest;
-
-static void
-digest_begin(Digest *d)
-{
-#ifdef COMPAT_HAS_CRYPTOHASH
-	d->ctx = pg_cryptohash_create(PG_SHA256);
-	if (d->ctx == NULL || pg_cryptohash_init(d->ctx) < 0)
-		elog(ERROR, "could not initialize a SHA-256 digest");
-#else
-	pg_sha256_init(&d->ctx);
-#endif
-}
-
-static void
-digest_add(Digest *d, const void *data, size_t len)
-{
-#ifdef COMPAT_HAS_CRYPTOHASH
-	if (pg_cryptohash_update(d->ctx, data, len) < 0)
-		elog(ERROR, "could not update a SHA-256 digest");
-#else
-	pg_sha256_update(&d->ctx, data, len);
-#endif
-}
-
-static void
-digest_end(Digest *d, uint8 *out)
-{
-#ifdef COMPAT_HAS_CRYPTOHASH
-	if (pg_cryptohash_final(d->ctx, out, PG_SHA256_DIGEST_LENGTH) < 0)
-		elog(ERROR, "could not finish a SHA-256 digest");
-	pg_cryptohash_free(d->ctx);
-#else
-	pg_sha256_final(&d->ctx, out);
-#endif
-}
+#include "fingerprint.h"
+#include "message_id.h"
+#include "stats.h"
 
 /* A tag, then for variable-length data its length, so no two values run together. */
 static void
-digest_item(Digest *d, char tag, const char *data, uint32 len)
+digest_item(CompatSha256 *d, char tag, const char *data, uint32 len)
 {
-	digest_add(d, &tag, 1);
+	compat_sha256_add(d, &tag, 1);
 	if (data != NULL)
 	{
 		uint32		be = pg_hton32(len);
 
-		digest_add(d, &be, sizeof(be));
-		digest_add(d, data, len);
+		compat_sha256_add(d, &be, sizeof(be));
+		compat_sha256_add(d, data, len);
 	}
 }
 
 static void
-digest_scalar(Digest *d, const JsonbValue *v)
+digest_scalar(CompatSha256 *d, const JsonbValue *v)
 {
 	switch (v->type)
 	{
@@ -126,10 +77,10 @@ inbox_fingerprint(PG_FUNCTION_ARGS)
 	JsonbIterator *it = JsonbIteratorInit(&payload->root);
 	JsonbIteratorToken token;
 	JsonbValue	v;
-	Digest		d;
+	CompatSha256 d;
 	bytea	   *result = palloc(VARHDRSZ + PG_SHA256_DIGEST_LENGTH);
 
-	digest_begin(&d);
+	compat_sha256_begin(&d);
 	while ((token = JsonbIteratorNext(&it, &v, false)) != WJB_DONE)
 	{
 		switch (token)
@@ -157,7 +108,7 @@ inbox_fingerprint(PG_FUNCTION_ARGS)
 				elog(ERROR, "unexpected jsonb token %d", (int) token);
 		}
 	}
-	digest_end(&d, (uint8 *) VARDATA(result));
+	compat_sha256_end(&d, (uint8 *) VARDATA(result));
 	SET_VARSIZE(result, VARHDRSZ + PG_SHA256_DIGEST_LENGTH);
 
 	PG_RETURN_BYTEA_P(result);

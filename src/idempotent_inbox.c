@@ -9,9 +9,17 @@
 
 #include "compat.h"
 #include "inbox.h"
-#include "table_shape.h"
+#include "purge_worker.h"
+#include "registry.h"
+#include "retired.h"
+#include "row_values.h"
+#include "shape_cache.h"
+#include "statement_cache.h"
+#include "stats.h"
 
 PG_MODULE_MAGIC;
+
+extern void _PG_init(void);
 
 void
 _PG_init(void)

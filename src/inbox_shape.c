@@ -44,6 +44,9 @@
 #include "utils/syscache.h"
 
 #include "inbox.h"
+#include "direct_access.h"
+#include "inbox_shape.h"
+#include "inbox_sql.h"
 
 /* The type each of create_inbox's columns must have, by InboxColumn. */
 static const Oid column_types[INBOX_NUM_COLUMNS] = {
@@ -181,7 +184,7 @@ inbox_shape_problem(Relation rel, InboxInfo *inbox)
 
 	inbox->key_attnum = column_of_type(rel, "message_id", inbox->keytype, true, &problem);
 	for (int c = 0; c < INBOX_NUM_COLUMNS; c++)
-		inbox->columns[c] = column_of_type(rel, inbox_column_names[c], column_types[c],
+		inbox->columns[c] = column_of_type(rel, inbox_sql_column_names[c], column_types[c],
 										   c == COL_CLAIMED_AT, &problem);
 	inbox->pkindex = check_primary_key(rel, inbox->key_attnum, inbox->keytype,
 									   &inbox->key_eq, &problem);

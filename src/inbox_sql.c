@@ -16,8 +16,10 @@
 #include "utils/lsyscache.h"
 
 #include "inbox.h"
+#include "inbox_sql.h"
+#include "spi_util.h"
 
-const char *const inbox_column_names[INBOX_NUM_COLUMNS] = {
+const char *const inbox_sql_column_names[INBOX_NUM_COLUMNS] = {
 	[COL_CLAIMED_AT] = "claimed_at",
 	[COL_FINGERPRINT] = "fingerprint",
 	[COL_RESULT] = "result",
@@ -144,18 +146,18 @@ static const StatementTemplate templates[SQL_NUM_STATEMENTS] = {
 
 /* A statement about leases or results needs the columns create_inbox makes. */
 void
-inbox_require_column(const InboxInfo *inbox, InboxColumn column)
+inbox_sql_require_column(const InboxInfo *inbox, InboxColumn column)
 {
 	if (inbox->columns[column] == InvalidAttrNumber)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("inbox \"%s\" has no column \"%s\"",
-						get_rel_name(inbox->relid), inbox_column_names[column]),
+						get_rel_name(inbox->relid), inbox_sql_column_names[column]),
 				 errhint("Recreate it with inbox.create_inbox().")));
 }
 
 SPIPlanPtr
-inbox_plan(InboxInfo *inbox, InboxStatement which)
+inbox_sql_plan(InboxInfo *inbox, InboxStatement which)
 {
 	const StatementTemplate *t = &templates[which];
 	Oid			argtypes[MAX_PARAMS];
@@ -165,7 +167,7 @@ inbox_plan(InboxInfo *inbox, InboxStatement which)
 
 	if (t->lease_columns)
 		for (int c = 0; c < INBOX_NUM_COLUMNS; c++)
-			inbox_require_column(inbox, c);
+			inbox_sql_require_column(inbox, c);
 
 	for (int i = 0; i < t->nargs; i++)
 	{
@@ -183,9 +185,9 @@ inbox_plan(InboxInfo *inbox, InboxStatement which)
 
 /* Run one of the statements; SPI must be connected.  Returns the rows it touched. */
 int
-inbox_execute(InboxInfo *inbox, InboxStatement which, Datum *values, const char *nulls)
+inbox_sql_execute(InboxInfo *inbox, InboxStatement which, Datum *values, const char *nulls)
 {
-	SPIPlanPtr	plan = inbox_plan(inbox, which);
+	SPIPlanPtr	plan = inbox_sql_plan(inbox, which);
 	int			rc = SPI_execute_plan(plan, values, nulls, false, 0);
 
 	if (rc < 0)

@@ -22,6 +22,15 @@
 #include "utils/lsyscache.h"
 
 #include "inbox.h"
+#include "claim_row.h"
+#include "fingerprint.h"
+#include "inbox_sql.h"
+#include "message_id.h"
+#include "registry.h"
+#include "retention.h"
+#include "signature.h"
+#include "spi_util.h"
+#include "stats.h"
 
 typedef enum LeaseStatus
 {
@@ -104,10 +113,10 @@ lease_write(FunctionCallInfo fcinfo, InboxInfo *inbox, const LeaseRequest *req,
 	}
 	if (which == SQL_CLAIM_FULL)
 	{
-		if (!claim_row_stored(inbox, req->message_id, inbox_execute(inbox, which, values, nulls)))
+		if (!claim_row_stored(inbox, req->message_id, inbox_sql_execute(inbox, which, values, nulls)))
 			return false;
 	}
-	else if (inbox_execute(inbox, which, values, nulls) != 1)
+	else if (inbox_sql_execute(inbox, which, values, nulls) != 1)
 		return false;
 
 	answer->status = LEASE_ACQUIRED;
@@ -227,7 +236,7 @@ PG_FUNCTION_INFO_V1(inbox_acquire);
 Datum
 inbox_acquire(PG_FUNCTION_ARGS)
 {
-	const CallSignature *sig = call_signature(fcinfo);
+	const CallSignature *sig = signature_of_call(fcinfo);
 	InboxInfo  *inbox = registry_lookup(fcinfo, 0, RowExclusiveLock,
 										ACL_INSERT | ACL_SELECT | ACL_UPDATE);
 	LeaseRequest req;
@@ -251,8 +260,8 @@ inbox_acquire(PG_FUNCTION_ARGS)
 	acquire_lease(fcinfo, inbox, &req, &answer);
 	SPI_finish();
 
-	values[0] = enum_label(TupleDescAttr(tupdesc, 0)->atttypid,
-						   lease_status_labels[answer.status]);
+	values[0] = signature_enum_label(TupleDescAttr(tupdesc, 0)->atttypid,
+									 lease_status_labels[answer.status]);
 	values[1] = Int64GetDatum(answer.token);
 	nulls[1] = !answer.has_token;
 	values[2] = PointerGetDatum(answer.result);
@@ -305,7 +314,7 @@ PG_FUNCTION_INFO_V1(inbox_finish);
 Datum
 inbox_finish(PG_FUNCTION_ARGS)
 {
-	const CallSignature *sig = call_signature(fcinfo);
+	const CallSignature *sig = signature_of_call(fcinfo);
 	InboxInfo  *inbox = registry_lookup(fcinfo, 0, RowExclusiveLock, ACL_SELECT | ACL_UPDATE);
 	Datum		id = message_id_from_arg(fcinfo, 1, sig->keytype, inbox);
 	int64		token = token_arg(fcinfo, 2);
@@ -317,7 +326,7 @@ inbox_finish(PG_FUNCTION_ARGS)
 	registry_forbid_row_security(fcinfo, inbox);
 
 	spi_connect();
-	if (inbox_execute(inbox, SQL_FINISH, values, nulls) == 1)
+	if (inbox_sql_execute(inbox, SQL_FINISH, values, nulls) == 1)
 	{
 		SPI_finish();
 		PG_RETURN_VOID();
@@ -337,7 +346,7 @@ PG_FUNCTION_INFO_V1(inbox_release);
 Datum
 inbox_release(PG_FUNCTION_ARGS)
 {
-	const CallSignature *sig = call_signature(fcinfo);
+	const CallSignature *sig = signature_of_call(fcinfo);
 	InboxInfo  *inbox = registry_lookup(fcinfo, 0, RowExclusiveLock, ACL_SELECT | ACL_DELETE);
 	Datum		id = message_id_from_arg(fcinfo, 1, sig->keytype, inbox);
 	int64		token = token_arg(fcinfo, 2);
@@ -348,7 +357,7 @@ inbox_release(PG_FUNCTION_ARGS)
 	registry_forbid_row_security(fcinfo, inbox);
 
 	spi_connect();
-	released = inbox_execute(inbox, SQL_RELEASE, values, NULL);
+	released = inbox_sql_execute(inbox, SQL_RELEASE, values, NULL);
 	SPI_finish();
 	if (released == 1)
 		PG_RETURN_VOID();

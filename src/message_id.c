@@ -14,6 +14,7 @@
 #include "utils/lsyscache.h"
 
 #include "inbox.h"
+#include "message_id.h"
 
 /* A NULL id cannot be deduplicated: refuse it rather than store or skip it. */
 static void

@@ -63,6 +63,7 @@
 
 #include "compat.h"
 #include "inbox.h"
+#include "purge_worker.h"
 
 PGDLLEXPORT void purge_launcher_main(Datum arg);
 PGDLLEXPORT void purge_database_main(Datum arg);

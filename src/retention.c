@@ -1,7 +1,8 @@
 /*
  * retention.c
- *		Dedup windows: set_retention, and purge, which deletes the claims that have
- *		fallen out of an inbox's window.
+ *		Dedup windows: the claimed_at index a window needs, and purge, which
+ *		deletes the claims that have fallen out of an inbox's window.  The window
+ *		itself is set by set_retention (inbox_admin.c).
  *
  * A claim older than the inbox's retention already counts as absent to every
  * claim and lease (claim_row.c); deleting it only gives the space back.  So purge
@@ -28,6 +29,43 @@
 
 #include "compat.h"
 #include "inbox.h"
+#include "inbox_sql.h"
+#include "registry.h"
+#include "retention.h"
+#include "spi_util.h"
+#include "stats.h"
+
+/*
+ * Claims made before this instant are outside the inbox's window.  Strictly
+ * before, as in the SQL guards of inbox_sql.c, so that what is decided here as
+ * expired is also expired to the statement that acts on it.
+ */
+TimestampTz
+retention_cutoff(const InboxInfo *inbox, TimestampTz now)
+{
+	/* A window set before it was bounded: nothing can be that old. */
+	if (!retention_within_bounds(&inbox->retention))
+		return DT_NOBEGIN;
+	return DatumGetTimestampTz(DirectFunctionCall2(timestamptz_mi_interval,
+												   TimestampTzGetDatum(now),
+												   IntervalPGetDatum(&inbox->retention)));
+}
+
+/*
+ * A window longer than this could not be subtracted from now without leaving
+ * the range of timestamps; NULL is the way to keep claims forever.
+ */
+bool
+retention_within_bounds(const Interval *retention)
+{
+	Interval	longest;
+
+	memset(&longest, 0, sizeof(longest));
+	longest.month = MAX_RETENTION_YEARS * MONTHS_PER_YEAR;
+	return DatumGetBool(DirectFunctionCall2(interval_le,
+											IntervalPGetDatum(retention),
+											IntervalPGetDatum(&longest)));
+}
 
 /* Does some index of the inbox lead with claimed_at? */
 static bool
@@ -80,30 +118,6 @@ retention_index_create(Oid relid)
 		elog(ERROR, "CREATE INDEX returned %s", SPI_result_code_string(rc));
 }
 
-PG_FUNCTION_INFO_V1(inbox_set_retention);
-Datum
-inbox_set_retention(PG_FUNCTION_ARGS)
-{
-	InboxInfo  *inbox;
-	bool		has_retention = !PG_ARGISNULL(1);
-
-	registry_check_owner(fcinfo, 0);
-	inbox = registry_lookup(fcinfo, 0, ShareUpdateExclusiveLock, 0);
-	if (has_retention)
-		registry_check_retention(PG_GETARG_INTERVAL_P(1));
-
-	spi_connect();
-	if (has_retention)
-		retention_index_create(inbox->relid);
-	registry_update_retention(fcinfo, inbox->relid, has_retention ? PG_GETARG_DATUM(1) : (Datum) 0,
-							  !has_retention);
-	SPI_finish();
-
-	/* Every backend re-reads the window at its next call on this inbox. */
-	CacheInvalidateRelcacheByRelid(inbox->relid);
-	PG_RETURN_VOID();
-}
-
 /* The inbox's name for an error message, or its OID once it is gone. */
 static char *
 purge_rel_name(Oid relid)
@@ -120,7 +134,7 @@ purge_batch(InboxInfo *inbox, int64 batch)
 	TimestampTz now = GetCurrentTimestamp();
 	Datum		values[3] = {TimestampTzGetDatum(retention_cutoff(inbox, now)),
 							 TimestampTzGetDatum(now), Int64GetDatum(batch)};
-	int64		purged = inbox_execute(inbox, SQL_PURGE, values, NULL);
+	int64		purged = inbox_sql_execute(inbox, SQL_PURGE, values, NULL);
 
 	stats_count(inbox, COUNT_PURGED, purged);
 	return purged;
@@ -167,11 +181,11 @@ purge_rel_owner(Oid relid)
  * VIEW do: under SECURITY_RESTRICTED_OPERATION (no SET ROLE, no temporary
  * objects) and with search_path set to pg_catalog, pg_temp in a GUC nest level
  * of its own.  The table must be locked, so that its owner cannot change.  An
- * error unwinds both through the (sub)transaction abort, as in core; as_owner_end
+ * error unwinds both through the (sub)transaction abort, as in core; retention_as_owner_end
  * restores them on success.
  */
 void
-as_owner_begin(Oid relid, AsOwner *save)
+retention_as_owner_begin(Oid relid, AsOwner *save)
 {
 	GetUserIdAndSecContext(&save->save_userid, &save->save_sec_context);
 	SetUserIdAndSecContext(purge_rel_owner(relid),
@@ -182,7 +196,7 @@ as_owner_begin(Oid relid, AsOwner *save)
 }
 
 void
-as_owner_end(const AsOwner *save)
+retention_as_owner_end(const AsOwner *save)
 {
 	AtEOXact_GUC(false, save->save_nestlevel);
 	SetUserIdAndSecContext(save->save_userid, save->save_sec_context);
@@ -236,11 +250,11 @@ inbox_purge(PG_FUNCTION_ARGS)
 				 errhint("Set one with inbox.set_retention().")));
 
 	/* The table is locked: its owner cannot change (ALTER TABLE OWNER waits). */
-	as_owner_begin(relid, &as_owner);
+	retention_as_owner_begin(relid, &as_owner);
 	spi_connect();
 	purged = purge_batch(inbox, batch);
 	SPI_finish();
-	as_owner_end(&as_owner);
+	retention_as_owner_end(&as_owner);
 
 	PG_RETURN_INT64(purged);
 }
@@ -274,12 +288,12 @@ inbox_oldest_claim(PG_FUNCTION_ARGS)
 	 * and expressions, which must not run with the rights of a superuser reading
 	 * inbox.stats.  Policies are not bypassed: they do not apply to the caller.
 	 */
-	as_owner_begin(relid, &as_owner);
+	retention_as_owner_begin(relid, &as_owner);
 	spi_connect();
-	if (inbox_execute(inbox, SQL_OLDEST, NULL, NULL) == 1)
+	if (inbox_sql_execute(inbox, SQL_OLDEST, NULL, NULL) == 1)
 		oldest = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
 	SPI_finish();
-	as_owner_end(&as_owner);
+	retention_as_owner_end(&as_owner);
 
 	if (isnull)
 		PG_RETURN_NULL();

@@ -22,6 +22,7 @@
 #include "utils/memutils.h"
 
 #include "inbox.h"
+#include "retired.h"
 
 static List *RetiredPlans = NIL;
 static List *RetiredContexts = NIL;
@@ -53,7 +54,7 @@ retired_init(void)
 
 /* Free plan at the end of the transaction; NULL is ignored. */
 void
-retire_plan(SPIPlanPtr plan)
+retired_add_plan(SPIPlanPtr plan)
 {
 	MemoryContext old;
 
@@ -66,7 +67,7 @@ retire_plan(SPIPlanPtr plan)
 
 /* Delete cxt at the end of the transaction; NULL is ignored. */
 void
-retire_context(MemoryContext cxt)
+retired_add_context(MemoryContext cxt)
 {
 	MemoryContext old;
 

@@ -40,6 +40,7 @@
 #include "utils/snapmgr.h"
 
 #include "inbox.h"
+#include "row_fetch.h"
 
 bool
 row_fetch_allowed(Relation rel)

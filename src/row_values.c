@@ -24,6 +24,8 @@
 #include "utils/rel.h"
 
 #include "inbox.h"
+#include "retired.h"
+#include "row_values.h"
 
 /*
  * A converter lives in its own context, apart from its hash entry: an
@@ -60,7 +62,7 @@ forget_converter(Datum arg, Oid relid)
 	{
 		if (OidIsValid(relid) && entry->relid != relid)
 			continue;
-		retire_context(entry->converter->cxt);
+		retired_add_context(entry->converter->cxt);
 		hash_search(Converters, &entry->relid, HASH_REMOVE, NULL);
 	}
 }

@@ -27,7 +27,8 @@
 #include "utils/syscache.h"
 
 #include "inbox.h"
-#include "table_shape.h"
+#include "retired.h"
+#include "shape_cache.h"
 
 typedef struct ShapeKey
 {
@@ -61,7 +62,7 @@ forget_shapes(Datum arg, Oid relid)
 	{
 		if (OidIsValid(relid) && entry->key.relid != relid)
 			continue;
-		retire_context(entry->statements->cxt);
+		retired_add_context(entry->statements->cxt);
 		hash_search(ShapeCache, &entry->key, HASH_REMOVE, NULL);
 	}
 }
@@ -164,7 +165,7 @@ shape_cache_store(Relation rel, int kind, Bitmapset *columns, Bitmapset *request
 
 	entry = hash_search(ShapeCache, &key, HASH_ENTER, &found);
 	if (found)
-		retire_context(entry->statements->cxt);
+		retired_add_context(entry->statements->cxt);
 	entry->columns = columns;
 	entry->requested_keys = requested_keys;
 	entry->statements = kept;

@@ -18,13 +18,14 @@
 #include "utils/syscache.h"
 
 #include "inbox.h"
+#include "signature.h"
 
 /*
  * The extension was dropped while one of its functions was running (55000).
  * For every module that finds one of the extension's objects gone mid-call.
  */
 void
-report_extension_dropped(void)
+signature_report_extension_dropped(void)
 {
 	ereport(ERROR,
 			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
@@ -34,7 +35,7 @@ report_extension_dropped(void)
 }
 
 const CallSignature *
-call_signature(FunctionCallInfo fcinfo)
+signature_of_call(FunctionCallInfo fcinfo)
 {
 	CallSignature *sig = (CallSignature *) fcinfo->flinfo->fn_extra;
 	HeapTuple	tuple;
@@ -46,7 +47,7 @@ call_signature(FunctionCallInfo fcinfo)
 
 	tuple = SearchSysCache1(PROCOID, ObjectIdGetDatum(fcinfo->flinfo->fn_oid));
 	if (!HeapTupleIsValid(tuple))
-		report_extension_dropped();
+		signature_report_extension_dropped();
 	proc = (Form_pg_proc) GETSTRUCT(tuple);
 
 	/* Every SQL function of ours that takes a message id takes it second. */
@@ -72,13 +73,13 @@ call_signature(FunctionCallInfo fcinfo)
  * DROP EXTENSION meanwhile.
  */
 Datum
-enum_label(Oid enumtype, const char *label)
+signature_enum_label(Oid enumtype, const char *label)
 {
 	HeapTuple	tuple;
 	Oid			result;
 
 	if (!SearchSysCacheExists1(TYPEOID, ObjectIdGetDatum(enumtype)))
-		report_extension_dropped();
+		signature_report_extension_dropped();
 	tuple = SearchSysCache2(ENUMTYPOIDNAME, ObjectIdGetDatum(enumtype),
 							CStringGetDatum(label));
 	if (!HeapTupleIsValid(tuple))

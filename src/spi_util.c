@@ -12,6 +12,7 @@
 #include "executor/spi.h"
 
 #include "inbox.h"
+#include "spi_util.h"
 
 /*
  * Report a negative SPI result code as an error.  what names the statement, for

@@ -38,6 +38,8 @@
 #include "utils/rel.h"
 
 #include "inbox.h"
+#include "spi_util.h"
+#include "state_machine.h"
 #include "table_shape.h"
 
 #define GUARD_FUNCTION "guard_trigger"

@@ -14,7 +14,7 @@
  * idempotent_inbox.statement_cache_size and evicted least recently used first.
  *
  * One protocol keeps entries alive while they are used: statement_cache_get
- * returns its entry pinned, the caller unpins it with statement_unpin when done
+ * returns its entry pinned, the caller unpins it with statement_cache_unpin when done
  * (in PG_FINALLY, so an error unpins too), and a pinned entry is never freed: a
  * nested claim_apply (a trigger fired by the statement) may fill the cache with
  * other statements, and eviction passes over pinned entries, leaving the cache
@@ -46,6 +46,8 @@
 
 #include "compat.h"
 #include "inbox.h"
+#include "spi_util.h"
+#include "statement_cache.h"
 
 struct StatementPlan
 {
@@ -352,7 +354,7 @@ statement_build(StatementPlan *entry, const char *source, int nargs, const Oid *
 
 /*
  * The cached plan for a statement and argument types, built on a miss, returned
- * pinned: the caller must statement_unpin it (in PG_FINALLY).  SPI must be
+ * pinned: the caller must statement_cache_unpin it (in PG_FINALLY).  SPI must be
  * connected.  An error while building leaves no entry and no memory behind.
  */
 StatementPlan *
@@ -406,7 +408,7 @@ statement_cache_get(const char *source, int nargs, const Oid *argtypes)
  * every delivery, duplicates included.
  */
 void
-statement_convert_args(StatementPlan *entry, Datum *values, const char *nulls)
+statement_cache_convert_args(StatementPlan *entry, Datum *values, const char *nulls)
 {
 	for (int i = 0; i < entry->nargs; i++)
 		if (entry->argtypes[i] == UNKNOWNOID && nulls[i] != 'n')
@@ -419,13 +421,13 @@ statement_convert_args(StatementPlan *entry, Datum *values, const char *nulls)
  * returns), and let go of one pin: every pin is undone by exactly one unpin.
  */
 void
-statement_pin(StatementPlan *entry)
+statement_cache_pin(StatementPlan *entry)
 {
 	entry->pins++;
 }
 
 void
-statement_unpin(StatementPlan *entry)
+statement_cache_unpin(StatementPlan *entry)
 {
 	Assert(entry->pins > 0);
 	if (entry->pins > 0)
@@ -434,7 +436,7 @@ statement_unpin(StatementPlan *entry)
 
 /* Run the statement, pinned by the caller, with converted argument values. */
 void
-statement_execute(StatementPlan *entry, Datum *values, const char *nulls)
+statement_cache_execute(StatementPlan *entry, Datum *values, const char *nulls)
 {
 	int			rc;
 

@@ -38,6 +38,7 @@
 
 #include "compat.h"
 #include "inbox.h"
+#include "stats.h"
 
 typedef struct StatsKey
 {
@@ -65,9 +66,7 @@ static StatsShared *Stats = NULL;
 static object_access_hook_type prev_object_access_hook = NULL;
 
 static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
-#ifdef COMPAT_HAS_SHMEM_REQUEST_HOOK
-static shmem_request_hook_type prev_shmem_request_hook = NULL;
-#endif
+static compat_shmem_request_hook_type prev_shmem_request_hook = NULL;
 
 static Size
 stats_shmem_size(void)
@@ -79,10 +78,8 @@ stats_shmem_size(void)
 static void
 stats_shmem_request(void)
 {
-#ifdef COMPAT_HAS_SHMEM_REQUEST_HOOK
 	if (prev_shmem_request_hook)
 		prev_shmem_request_hook();
-#endif
 	RequestAddinShmemSpace(stats_shmem_size());
 	RequestNamedLWLockTranche("idempotent_inbox", 1);
 }
@@ -126,12 +123,7 @@ stats_init(void)
 							&stats_max_inboxes, 1024, 16, 1000000,
 							PGC_POSTMASTER, 0, NULL, NULL, NULL);
 
-#ifdef COMPAT_HAS_SHMEM_REQUEST_HOOK
-	prev_shmem_request_hook = shmem_request_hook;
-	shmem_request_hook = stats_shmem_request;
-#else
-	stats_shmem_request();
-#endif
+	compat_install_shmem_request(stats_shmem_request, &prev_shmem_request_hook);
 	prev_shmem_startup_hook = shmem_startup_hook;
 	shmem_startup_hook = stats_shmem_startup;
 	prev_object_access_hook = object_access_hook;

@@ -13,12 +13,18 @@
 #include "utils/lsyscache.h"
 
 #include "inbox.h"
+#include "claim_row.h"
+#include "inbox_sql.h"
+#include "message_id.h"
+#include "registry.h"
+#include "signature.h"
+#include "spi_util.h"
 
 PG_FUNCTION_INFO_V1(inbox_complete);
 Datum
 inbox_complete(PG_FUNCTION_ARGS)
 {
-	const CallSignature *sig = call_signature(fcinfo);
+	const CallSignature *sig = signature_of_call(fcinfo);
 	InboxInfo  *inbox = registry_lookup(fcinfo, 0, RowExclusiveLock, ACL_SELECT | ACL_UPDATE);
 	Datum		id = message_id_from_arg(fcinfo, 1, sig->keytype, inbox);
 	Jsonb	   *result = PG_ARGISNULL(2) ? NULL : PG_GETARG_JSONB_P(2);
@@ -30,7 +36,7 @@ inbox_complete(PG_FUNCTION_ARGS)
 	registry_forbid_row_security(fcinfo, inbox);
 
 	spi_connect();
-	stored = inbox_execute(inbox, SQL_COMPLETE, values, nulls);
+	stored = inbox_sql_execute(inbox, SQL_COMPLETE, values, nulls);
 	SPI_finish();
 	if (stored == 1)
 		PG_RETURN_VOID();
@@ -58,13 +64,13 @@ PG_FUNCTION_INFO_V1(inbox_result);
 Datum
 inbox_result(PG_FUNCTION_ARGS)
 {
-	const CallSignature *sig = call_signature(fcinfo);
+	const CallSignature *sig = signature_of_call(fcinfo);
 	InboxInfo  *inbox = registry_lookup(fcinfo, 0, AccessShareLock, ACL_SELECT);
 	Datum		id = message_id_from_arg(fcinfo, 1, sig->keytype, inbox);
 	Jsonb	   *result = NULL;
 
 	spi_connect();
-	if (inbox_execute(inbox, SQL_RESULT, &id, NULL) == 1)
+	if (inbox_sql_execute(inbox, SQL_RESULT, &id, NULL) == 1)
 	{
 		HeapTuple	tuple = SPI_tuptable->vals[0];
 		TupleDesc	desc = SPI_tuptable->tupdesc;

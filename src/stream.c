@@ -42,6 +42,11 @@
 
 #include "compat.h"
 #include "inbox.h"
+#include "direct_access.h"
+#include "registry.h"
+#include "retired.h"
+#include "spi_util.h"
+#include "stats.h"
 
 /* Topic names are short (Kafka allows 249 characters); bound them like ids. */
 #define MAX_TOPIC_BYTES INBOX_MAX_ID_BYTES
@@ -106,8 +111,8 @@ position_plans(FunctionCallInfo fcinfo)
 		return &plans;
 
 	/* An outer call may still be running them (retired.c). */
-	retire_plan(plans.advance);
-	retire_plan(plans.read);
+	retired_add_plan(plans.advance);
+	retired_add_plan(plans.read);
 	plans.advance = plans.read = NULL;
 	plans.relid = InvalidOid;
 
@@ -240,8 +245,8 @@ position_read(Relation rel, Relation index, PositionPlans *p, Datum *keys, Posit
 		ScanKeyInit(&scankeys[i], i + 1, BTEqualStrategyNumber, p->key_eq[i], keys[i]);
 		scankeys[i].sk_collation = index->rd_indcollation[i];
 	}
-	row->state = dirty_lookup(rel, index, scankeys, POSITION_KEYS, &row->wait, &row->tid,
-							  read_offset, &row->offset);
+	row->state = direct_access_dirty_lookup(rel, index, scankeys, POSITION_KEYS, &row->wait, &row->tid,
+											read_offset, &row->offset);
 }
 
 /* The row as it must be after advancing to offset. */
@@ -302,9 +307,8 @@ advance_direct(PositionPlans *p, Datum *keys, int64 offset)
 	Relation	index;
 	AdvanceResult result = ADVANCE_UNAVAILABLE;
 
-#ifdef COMPAT_NO_DIRECT_CLAIM
-	return ADVANCE_UNAVAILABLE;
-#endif
+	if (!COMPAT_DIRECT_WRITES)
+		return ADVANCE_UNAVAILABLE;
 	/* The positions table is written with its owner's rights (see above). */
 	if (IsolationUsesXactSnapshot() || XactReadOnly || IsInParallelMode())
 		return ADVANCE_UNAVAILABLE;
@@ -337,7 +341,7 @@ advance_direct(PositionPlans *p, Datum *keys, int64 offset)
 		}
 		slot = position_slot(rel, keys, offset);
 		if (row.state == ROW_PRESENT ? position_update(rel, &row.tid, slot) :
-			speculative_insert(rel, p->pkindex, slot))
+			direct_access_speculative_insert(rel, p->pkindex, slot))
 			result = ADVANCE_MOVED;
 		ExecDropSingleTupleTableSlot(slot);
 	}

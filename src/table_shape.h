@@ -1,8 +1,7 @@
 /*
  * table_shape.h
  *		Catalog facts about a user's table and SQL fragments built from them
- *		(table_shape.c), and the cache of generated statements (shape_cache.c);
- *		shared by upsert, transition and the state machines.
+ *		(table_shape.c); shared by upsert, transition and the state machines.
  */
 #ifndef INBOX_TABLE_SHAPE_H
 #define INBOX_TABLE_SHAPE_H
@@ -17,34 +16,6 @@
 #include "utils/jsonb.h"
 #include "utils/palloc.h"
 #include "utils/relcache.h"
-
-/* Statements generated for one table and column set, kept by shape_cache_store. */
-#define SHAPE_MAX_STATEMENTS 4
-
-typedef struct ShapeStatements
-{
-	MemoryContext cxt;
-	Oid			keyindex;		/* the unique index the key columns are */
-	Bitmapset  *keys;			/* its columns */
-	char	   *sql[SHAPE_MAX_STATEMENTS];
-	int			fresh_rate;		/* recent share of calls that inserted (upsert) or
-								 * moved (transition), in 1/1024ths */
-	int			update_rate;	/* recent share of upserts that updated */
-} ShapeStatements;
-
-extern void shape_cache_init(void);
-extern ShapeStatements *shape_cache_lookup(Relation rel, int kind, Bitmapset *columns,
-										   Bitmapset *requested_keys, AttrNumber extra);
-extern void shape_cache_store(Relation rel, int kind, Bitmapset *columns,
-							  Bitmapset *requested_keys, AttrNumber extra,
-							  const ShapeStatements *statements);
-extern void shape_cache_record(Relation rel, int kind, Bitmapset *columns,
-							   Bitmapset *requested_keys, AttrNumber extra,
-							   bool fresh, bool updated);
-
-/* Shape kinds: whose statements an entry holds. */
-#define SHAPE_UPSERT 1
-#define SHAPE_TRANSITION 2
 
 extern Relation shape_open(FunctionCallInfo fcinfo, int argno, AclMode rights, bool must_own,
 							LOCKMODE lockmode, AclMode *held);

@@ -37,6 +37,13 @@
 #include "utils/rel.h"
 
 #include "inbox.h"
+#include "row_fetch.h"
+#include "row_values.h"
+#include "shape_cache.h"
+#include "signature.h"
+#include "spi_util.h"
+#include "state_machine.h"
+#include "statement_cache.h"
 #include "table_shape.h"
 
 /* Share of recent calls that moved their row above which the UPDATE goes first. */
@@ -163,8 +170,8 @@ state_listed(ArrayType *sources, const char *state)
  * read from the index; NULL when the row may move and the guarded UPDATE must run.
  */
 static const char *
-decide_from_index(Relation rel, Oid keyindex, AttrNumber attnum, const Datum *row,
-				  const bool *rownulls, ArrayType *sources, const char *to_state)
+decide_missing_already_or_rejected(Relation rel, Oid keyindex, AttrNumber attnum, const Datum *row,
+								   const bool *rownulls, ArrayType *sources, const char *to_state)
 {
 	TupleDesc	desc = RelationGetDescr(rel);
 	Datum	   *stored = palloc(sizeof(Datum) * desc->natts);
@@ -181,6 +188,41 @@ decide_from_index(Relation rel, Oid keyindex, AttrNumber attnum, const Datum *ro
 	if (!state_listed(sources, current))
 		return "rejected";
 	return NULL;
+}
+
+/*
+ * The guarded UPDATE (sql[0]), and when it moved nothing the look at the row
+ * (sql[1]) that says why: missing, already in to_state, or rejected.
+ */
+static const char *
+move_or_look(const ShapeStatements *sql, int nkeys, Oid *types, Datum *values, char *nulls,
+			 const char *to_state)
+{
+	StatementPlan *statement;
+	const char *outcome;
+
+	spi_connect();
+
+	statement = statement_cache_get(sql->sql[0], nkeys + 2, types);
+	statement_cache_execute(statement, values, nulls);
+	if (SPI_processed > 0)
+		outcome = "moved";
+	else
+	{
+		/* Lost a race, or may not read the row directly: look why nothing moved. */
+		statement = statement_cache_get(sql->sql[1], nkeys, types);
+		statement_cache_execute(statement, values, nulls);
+		if (SPI_processed == 0)
+			outcome = "missing";
+		else
+		{
+			char	   *current = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
+
+			outcome = (current != NULL && strcmp(current, to_state) == 0) ? "already" : "rejected";
+		}
+	}
+	SPI_finish();
+	return outcome;
 }
 
 /*
@@ -216,7 +258,6 @@ inbox_transition(PG_FUNCTION_ARGS)
 	Datum	   *values = palloc(sizeof(Datum) * (nkeys + 2));
 	char	   *nulls = palloc(sizeof(char) * (nkeys + 2));
 	ShapeStatements built = {0};
-	StatementPlan *statement;
 	const char *outcome;
 
 	shape_check_assignable(rel, bms_make_singleton(attnum), false);
@@ -257,38 +298,18 @@ inbox_transition(PG_FUNCTION_ARGS)
 	 * orders give the same answers: the UPDATE writes nothing unless it moves.
 	 */
 	outcome = (sql->fresh_rate < MOVED_FIRST_THRESHOLD && row_fetch_allowed(rel)) ?
-		decide_from_index(rel, keyindex, attnum, row, rownulls, sources, to_state) : NULL;
+		decide_missing_already_or_rejected(rel, keyindex, attnum, row, rownulls, sources, to_state) : NULL;
 	if (outcome != NULL)
 	{
 		shape_cache_record(rel, SHAPE_TRANSITION, keycols, NULL, attnum, false, false);
 		table_close(rel, NoLock);
-		PG_RETURN_DATUM(enum_label(call_signature(fcinfo)->rettype, outcome));
+		PG_RETURN_DATUM(signature_enum_label(signature_of_call(fcinfo)->rettype, outcome));
 	}
 
-	spi_connect();
-
-	statement = statement_cache_get(sql->sql[0], nkeys + 2, types);
-	statement_execute(statement, values, nulls);
-	if (SPI_processed > 0)
-		outcome = "moved";
-	else
-	{
-		/* Lost a race, or may not read the row directly: look why nothing moved. */
-		statement = statement_cache_get(sql->sql[1], nkeys, types);
-		statement_execute(statement, values, nulls);
-		if (SPI_processed == 0)
-			outcome = "missing";
-		else
-		{
-			char	   *current = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
-
-			outcome = (current != NULL && strcmp(current, to_state) == 0) ? "already" : "rejected";
-		}
-	}
-	SPI_finish();
+	outcome = move_or_look(sql, nkeys, types, values, nulls, to_state);
 	shape_cache_record(rel, SHAPE_TRANSITION, keycols, NULL, attnum,
 					   strcmp(outcome, "moved") == 0, false);
 	table_close(rel, NoLock);
 
-	PG_RETURN_DATUM(enum_label(call_signature(fcinfo)->rettype, outcome));
+	PG_RETURN_DATUM(signature_enum_label(signature_of_call(fcinfo)->rettype, outcome));
 }

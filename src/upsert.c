@@ -48,6 +48,12 @@
 #include "utils/typcache.h"
 
 #include "inbox.h"
+#include "row_fetch.h"
+#include "row_values.h"
+#include "shape_cache.h"
+#include "signature.h"
+#include "spi_util.h"
+#include "statement_cache.h"
 #include "table_shape.h"
 
 typedef struct UpsertPlan
@@ -330,7 +336,7 @@ stored_is_newer(UpsertPlan *plan, Datum stored)
  * NULL when the row is missing or differs and must be written.
  */
 static const char *
-decide_from_index(UpsertPlan *plan, bool *exists)
+decide_stale_or_unchanged(UpsertPlan *plan, bool *exists)
 {
 	TupleDesc	desc = RelationGetDescr(plan->rel);
 	Datum	   *stored = palloc(sizeof(Datum) * desc->natts);
@@ -396,11 +402,11 @@ decide_without_writing(UpsertPlan *plan, const ShapeStatements *sql, bool *exist
 	StatementPlan *statement;
 
 	if (row_fetch_allowed(plan->rel))
-		return decide_from_index(plan, exists);
+		return decide_stale_or_unchanged(plan, exists);
 
 	/* The caller may not read the table directly: let SELECT check and filter. */
 	statement = statement_cache_get(sql->sql[0], plan->nparams, plan->types);
-	statement_execute(statement, plan->values, plan->nulls);
+	statement_cache_execute(statement, plan->values, plan->nulls);
 	*exists = SPI_processed == 1;
 	if (SPI_processed == 1 && plan->version != InvalidAttrNumber && result_bool(2))
 		return "stale";
@@ -424,7 +430,7 @@ CheckConflictVisible(UpsertPlan *plan, const ShapeStatements *sql)
 	if (!plan->rls)
 		return;
 	statement = statement_cache_get(sql->sql[0], plan->nparams, plan->types);
-	statement_execute(statement, plan->values, plan->nulls);
+	statement_cache_execute(statement, plan->values, plan->nulls);
 	if (SPI_processed == 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
@@ -438,7 +444,7 @@ write_row(UpsertPlan *plan, const ShapeStatements *sql)
 {
 	StatementPlan *statement = statement_cache_get(sql->sql[1], plan->nparams, plan->types);
 
-	statement_execute(statement, plan->values, plan->nulls);
+	statement_cache_execute(statement, plan->values, plan->nulls);
 	if (SPI_processed == 1)
 		return result_bool(1) ? "inserted" : "updated";
 	/* Another session wrote the same row (or a newer version) meanwhile. */
@@ -455,7 +461,7 @@ update_existing(UpsertPlan *plan, const ShapeStatements *sql)
 	if (sql->sql[3] == NULL)
 		return NULL;
 	statement = statement_cache_get(sql->sql[3], plan->nparams, plan->types);
-	statement_execute(statement, plan->values, plan->nulls);
+	statement_cache_execute(statement, plan->values, plan->nulls);
 	return SPI_processed == 1 ? "updated" : NULL;
 }
 
@@ -467,7 +473,7 @@ try_insert_first(UpsertPlan *plan, const ShapeStatements *sql)
 	if (sql->fresh_rate < FRESH_FIRST_THRESHOLD || has_insert_triggers(plan->rel))
 		return false;
 	statement = statement_cache_get(sql->sql[2], plan->nparams, plan->types);
-	statement_execute(statement, plan->values, plan->nulls);
+	statement_cache_execute(statement, plan->values, plan->nulls);
 	return SPI_processed == 1;
 }
 
@@ -487,7 +493,7 @@ insert_new(UpsertPlan *plan, const ShapeStatements *sql)
 {
 	StatementPlan *statement = statement_cache_get(sql->sql[2], plan->nparams, plan->types);
 
-	statement_execute(statement, plan->values, plan->nulls);
+	statement_cache_execute(statement, plan->values, plan->nulls);
 	return SPI_processed == 1;
 }
 
@@ -522,7 +528,7 @@ write_row_routed(UpsertPlan *plan, const ShapeStatements *sql)
 			return outcome;
 
 		statement = statement_cache_get(sql->sql[0], plan->nparams, plan->types);
-		statement_execute(statement, plan->values, plan->nulls);
+		statement_cache_execute(statement, plan->values, plan->nulls);
 		if (SPI_processed == 1)
 		{
 			if (plan->version != InvalidAttrNumber && result_bool(2))
@@ -642,7 +648,7 @@ upsert_common(FunctionCallInfo fcinfo, Relation rel, AclMode held, Jsonb *row, i
 	outcome = run_upsert(&plan, sql);
 	table_close(rel, NoLock);
 
-	PG_RETURN_DATUM(enum_label(call_signature(fcinfo)->rettype, outcome));
+	PG_RETURN_DATUM(signature_enum_label(signature_of_call(fcinfo)->rettype, outcome));
 }
 
 PG_FUNCTION_INFO_V1(inbox_upsert);
@@ -669,7 +675,7 @@ row_to_jsonb(Datum row, Oid rowtype)
 
 	spi_connect();
 	statement = statement_cache_get("SELECT pg_catalog.to_jsonb($1)", 1, argtypes);
-	statement_execute(statement, values, nulls);
+	statement_cache_execute(statement, values, nulls);
 	result = DatumGetJsonbP(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
 	result = (Jsonb *) SPI_datumTransfer(PointerGetDatum(result), false, -1);
 	SPI_finish();

@@ -1,0 +1,20 @@
+/*
+ * direct_access.h
+ *		Reading and writing an inbox without the executor (direct_access.c).
+ */
+#ifndef INBOX_DIRECT_ACCESS_H
+#define INBOX_DIRECT_ACCESS_H
+
+#include "inbox.h"
+
+extern bool direct_access_possible(Relation rel, const AttrNumber *filled, int nfilled);
+extern bool direct_access_allowed(Oid relid, AclMode rights);
+extern RowState direct_access_dirty_lookup(Relation heap, Relation index,
+										   struct ScanKeyData *keys, int nkeys,
+										   DirtyWait *wait, ItemPointer tid,
+										   void (*on_present) (struct TupleTableSlot *slot, void *arg),
+										   void *arg);
+extern void direct_access_wait(Relation heap, const DirtyWait *wait, ItemPointer tid);
+extern bool direct_access_speculative_insert(Relation rel, Oid arbiter, struct TupleTableSlot *slot);
+
+#endif							/* INBOX_DIRECT_ACCESS_H */

@@ -1,0 +1,22 @@
+/*
+ * registry.h
+ *		Which tables are inboxes: the per-backend lookup and the rights
+ *		checks made with it (registry.c).
+ */
+#ifndef INBOX_REGISTRY_H
+#define INBOX_REGISTRY_H
+
+#include "inbox.h"
+
+extern void registry_init(void);
+extern InboxInfo *registry_lookup(FunctionCallInfo fcinfo, int argno, LOCKMODE lockmode,
+								  AclMode rights);
+extern InboxInfo *registry_lookup_relid(FunctionCallInfo fcinfo, Oid relid, LOCKMODE lockmode,
+										AclMode rights);
+extern InboxInfo *registry_lookup_if_intact(FunctionCallInfo fcinfo, int argno, LOCKMODE lockmode);
+extern void registry_check_window_rights(const InboxInfo *inbox);
+extern void registry_forbid_row_security(FunctionCallInfo fcinfo, const InboxInfo *inbox);
+extern Oid	registry_extension_namespace(FunctionCallInfo fcinfo);
+extern Oid	registry_extension_relation(FunctionCallInfo fcinfo, const char *relname);
+
+#endif							/* INBOX_REGISTRY_H */

@@ -1,0 +1,18 @@
+/*
+ * spi_util.h
+ *		SPI helpers (spi_util.c).
+ */
+#ifndef INBOX_SPI_UTIL_H
+#define INBOX_SPI_UTIL_H
+
+#include "inbox.h"
+#include "executor/spi.h"
+
+extern void spi_connect(void);
+extern SPIPlanPtr spi_prepare_kept(const char *sql, int nargs, Oid *argtypes);
+extern void spi_free_plan(SPIPlanPtr *plan);
+extern void spi_execute_expect(SPIPlanPtr plan, Datum *values, const char *nulls,
+							   int expected);
+extern void spi_report_error(int rc, const char *what) pg_attribute_noreturn();
+
+#endif							/* INBOX_SPI_UTIL_H */

@@ -1,0 +1,18 @@
+/*
+ * statement_cache.h
+ *		Prepared statements keyed by their text (statement_cache.c).
+ */
+#ifndef INBOX_STATEMENT_CACHE_H
+#define INBOX_STATEMENT_CACHE_H
+
+#include "inbox.h"
+
+typedef struct StatementPlan StatementPlan;
+extern void statement_cache_init(void);
+extern StatementPlan *statement_cache_get(const char *source, int nargs, const Oid *argtypes);
+extern void statement_cache_convert_args(StatementPlan *entry, Datum *values, const char *nulls);
+extern void statement_cache_execute(StatementPlan *entry, Datum *values, const char *nulls);
+extern void statement_cache_pin(StatementPlan *entry);
+extern void statement_cache_unpin(StatementPlan *entry);
+
+#endif							/* INBOX_STATEMENT_CACHE_H */
