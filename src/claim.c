@@ -39,6 +39,7 @@
 #include "utils/uuid.h"
 
 #include "inbox.h"
+#include "adaptive.h"
 #include "claim.h"
 #include "claim_direct.h"
 #include "claim_row.h"
@@ -72,6 +73,13 @@ is_plain_duplicate(const ClaimRow *row)
  * only picks the cheaper one.
  */
 #define DUP_PROBE_THRESHOLD (SHARE_SCALE / 4)
+
+/* Whether to probe first: as above, unless idempotent_inbox.force_path says. */
+static bool
+probe_pays(const InboxInfo *inbox)
+{
+	return adaptive_goes_first(inbox->dup_rate >= DUP_PROBE_THRESHOLD, STEP_READ);
+}
 
 static bool
 record_outcome(InboxInfo *inbox, bool duplicate)
@@ -126,8 +134,7 @@ static bool
 claim_checked(InboxInfo *inbox, Datum message_id, bytea *fingerprint)
 {
 	/* Under snapshot isolation only the INSERT can tell a visible claim (see above). */
-	bool		probe_first = inbox->dup_rate >= DUP_PROBE_THRESHOLD &&
-		!IsolationUsesXactSnapshot();
+	bool		probe_first = probe_pays(inbox) && !IsolationUsesXactSnapshot();
 	int			retries = 0;
 
 	registry_check_window_rights(inbox);
@@ -184,7 +191,7 @@ claim_by_sql(InboxInfo *inbox, Datum message_id)
 {
 	ClaimRow	row;
 
-	if (inbox->dup_rate >= DUP_PROBE_THRESHOLD)
+	if (probe_pays(inbox))
 	{
 		claim_row_read(inbox, message_id, false, &row);
 		if (is_plain_duplicate(&row))

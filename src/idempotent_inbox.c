@@ -8,6 +8,7 @@
 #include "fmgr.h"
 
 #include "compat.h"
+#include "adaptive.h"
 #include "inbox.h"
 #include "purge_worker.h"
 #include "registry.h"
@@ -29,6 +30,7 @@ _PG_init(void)
 	statement_cache_init();
 	row_values_init();
 	shape_cache_init();
+	adaptive_init();
 
 	/* Shared memory and the background worker exist only when preloaded. */
 	stats_init();

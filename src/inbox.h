@@ -157,18 +157,4 @@ typedef struct ClaimRow
 	TimestampTz holder_started;
 } ClaimRow;
 
-/*
- * Recent share of calls with some property, in 1/1024ths, each call weighing
- * 1/16: what the adaptive paths (claim's probe, upsert's and transition's order
- * of steps) decide from.
- */
-#define SHARE_SCALE 1024
-#define SHARE_THRESHOLD_HALF (SHARE_SCALE / 2)
-
-static inline void
-share_record(int *share, bool hit)
-{
-	*share += ((hit ? SHARE_SCALE : 0) - *share) >> 4;
-}
-
 #endif							/* INBOX_H */

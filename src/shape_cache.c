@@ -26,6 +26,7 @@
 #include "utils/rel.h"
 #include "utils/syscache.h"
 
+#include "adaptive.h"
 #include "inbox.h"
 #include "retired.h"
 #include "shape_cache.h"

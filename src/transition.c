@@ -36,6 +36,7 @@
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
 
+#include "adaptive.h"
 #include "inbox.h"
 #include "row_fetch.h"
 #include "row_values.h"
@@ -296,8 +297,10 @@ inbox_transition(PG_FUNCTION_ARGS)
 	 * but while most calls through this shape move their row, that read is an
 	 * index lookup the UPDATE repeats, so they go to the UPDATE at once.  Both
 	 * orders give the same answers: the UPDATE writes nothing unless it moves.
+	 * idempotent_inbox.force_path forces an order (adaptive.h).
 	 */
-	outcome = (sql->fresh_rate < MOVED_FIRST_THRESHOLD && row_fetch_allowed(rel)) ?
+	outcome = (!adaptive_goes_first(sql->fresh_rate >= MOVED_FIRST_THRESHOLD, STEP_WRITE) &&
+			   row_fetch_allowed(rel)) ?
 		decide_missing_already_or_rejected(rel, keyindex, attnum, row, rownulls, sources, to_state) : NULL;
 	if (outcome != NULL)
 	{

@@ -47,6 +47,7 @@
 #include "utils/rls.h"
 #include "utils/typcache.h"
 
+#include "adaptive.h"
 #include "inbox.h"
 #include "row_fetch.h"
 #include "row_values.h"
@@ -377,6 +378,7 @@ decide_stale_or_unchanged(UpsertPlan *plan, bool *exists)
  * Every order gives the same answers.  Insert first is not taken when the table
  * has INSERT triggers, nor update first when it has statement-level UPDATE
  * triggers: they fire on the attempt, and a replay must fire none.
+ * idempotent_inbox.force_path forces an order (adaptive.h).
  */
 #define FRESH_FIRST_THRESHOLD SHARE_THRESHOLD_HALF
 #define UPDATE_FIRST_THRESHOLD SHARE_THRESHOLD_HALF
@@ -470,7 +472,8 @@ try_insert_first(UpsertPlan *plan, const ShapeStatements *sql)
 {
 	StatementPlan *statement;
 
-	if (sql->fresh_rate < FRESH_FIRST_THRESHOLD || has_insert_triggers(plan->rel))
+	if (!adaptive_goes_first(sql->fresh_rate >= FRESH_FIRST_THRESHOLD, STEP_INSERT) ||
+		has_insert_triggers(plan->rel))
 		return false;
 	statement = statement_cache_get(sql->sql[2], plan->nparams, plan->types);
 	statement_cache_execute(statement, plan->values, plan->nulls);
@@ -551,7 +554,7 @@ run_upsert(UpsertPlan *plan, const ShapeStatements *sql)
 	spi_connect();
 	if (try_insert_first(plan, sql))
 		outcome = "inserted";
-	else if (sql->update_rate >= UPDATE_FIRST_THRESHOLD &&
+	else if (adaptive_goes_first(sql->update_rate >= UPDATE_FIRST_THRESHOLD, STEP_UPDATE) &&
 			 !has_update_statement_triggers(plan->rel))
 		outcome = update_existing(plan, sql);
 

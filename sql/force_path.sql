@@ -1,0 +1,58 @@
+-- idempotent_inbox.force_path (a developer setting, for tests) forces the order
+-- of steps that claim, upsert and transition otherwise pick from what recent
+-- calls did.  Each order gives the same answers; what differs is how many index
+-- lookups a call makes, counted here within one transaction (scans below).
+\set SHOW_CONTEXT never
+SELECT inbox.create_inbox('force_inbox');
+SHOW idempotent_inbox.force_path;
+SET idempotent_inbox.force_path = bogus;
+\echo :SQLSTATE
+SELECT inbox.claim('force_inbox', 'dup', '\x01'::bytea);
+CREATE TABLE force_rows (id int PRIMARY KEY, val text, state text);
+INSERT INTO force_rows VALUES (1, 'first', 'new');
+CREATE FUNCTION force_scans(rel regclass) RETURNS bigint LANGUAGE sql AS
+$$ SELECT sum(pg_stat_get_xact_numscans(indexrelid))::bigint FROM pg_index WHERE indrelid = rel $$;
+
+-- One call of each kind: a duplicate claim (with a fingerprint, so it must read
+-- the stored row), an upsert of a new row, an upsert changing a row, and a
+-- transition moving a row.  Cold averages (auto) read first except for claim.
+CREATE FUNCTION force_calls(path text, id int)
+RETURNS TABLE (call text, answer text, scans bigint) LANGUAGE plpgsql AS $$
+DECLARE
+    before bigint;
+BEGIN
+    PERFORM set_config('idempotent_inbox.force_path', path, true);
+    before := force_scans('force_inbox');
+    answer := inbox.claim('force_inbox', 'dup', '\x01'::bytea);
+    call := 'duplicate claim'; scans := force_scans('force_inbox') - before; RETURN NEXT;
+    before := force_scans('force_rows');
+    answer := inbox.upsert('force_rows', jsonb_build_object('id', id, 'val', path));
+    call := 'upsert of a new row'; scans := force_scans('force_rows') - before; RETURN NEXT;
+    before := force_scans('force_rows');
+    answer := inbox.upsert('force_rows', jsonb_build_object('id', 1, 'val', path));
+    call := 'upsert changing a row'; scans := force_scans('force_rows') - before; RETURN NEXT;
+    before := force_scans('force_rows');
+    answer := inbox.transition('force_rows', '{"id": 1}', 'state',
+                               ARRAY['new', 'auto', 'probe', 'insert', 'update'], path);
+    call := 'transition moving a row'; scans := force_scans('force_rows') - before; RETURN NEXT;
+END $$;
+
+-- auto, cold: claim inserts first then reads (2); upsert and transition read
+-- first, then write (2).
+SELECT * FROM force_calls('auto', 2);
+-- probe: claim's probe answers alone (1); the others read first as when cold.
+SELECT * FROM force_calls('probe', 3);
+-- insert: upsert's INSERT settles a new row alone (1), and on a changed row is
+-- followed by the read and the UPDATE (3); transition's UPDATE moves alone (1).
+SELECT * FROM force_calls('insert', 4);
+-- update: upsert's UPDATE settles a changed row alone (1), and on a new row is
+-- followed by the read and the INSERT (3); transition's UPDATE moves alone (1).
+SELECT * FROM force_calls('update', 5);
+-- The setting was local to each call's transaction.
+SHOW idempotent_inbox.force_path;
+SELECT id, val, state FROM force_rows ORDER BY id;
+
+DROP FUNCTION force_calls(text, int);
+DROP FUNCTION force_scans(regclass);
+DROP TABLE force_rows;
+SELECT inbox.drop_inbox('force_inbox');
