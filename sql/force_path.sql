@@ -43,11 +43,22 @@ SELECT * FROM force_calls('auto', 2);
 -- probe: claim's probe answers alone (1); the others read first as when cold.
 SELECT * FROM force_calls('probe', 3);
 -- insert: upsert's INSERT settles a new row alone (1), and on a changed row is
--- followed by the read and the UPDATE (3); transition's UPDATE moves alone (1).
+-- followed by the statement that settles races, INSERT ... ON CONFLICT DO
+-- UPDATE (2); transition's UPDATE moves alone (1).
 SELECT * FROM force_calls('insert', 4);
 -- update: upsert's UPDATE settles a changed row alone (1), and on a new row is
 -- followed by the read and the INSERT (3); transition's UPDATE moves alone (1).
 SELECT * FROM force_calls('update', 5);
+-- A row that leaves out a NOT NULL column: the INSERT would refuse it, so even
+-- under insert it is not tried first, and the row is updated as under auto.
+CREATE TABLE force_people (id int PRIMARY KEY, name text NOT NULL, city text);
+INSERT INTO force_people VALUES (1, 'Ada', 'London');
+BEGIN;
+SET LOCAL idempotent_inbox.force_path = insert;
+SELECT inbox.upsert('force_people', '{"id": 1, "city": "Paris"}');
+COMMIT;
+SELECT * FROM force_people ORDER BY id;
+DROP TABLE force_people;
 -- The setting was local to each call's transaction.
 SHOW idempotent_inbox.force_path;
 SELECT id, val, state FROM force_rows ORDER BY id;

@@ -371,13 +371,15 @@ decide_stale_or_unchanged(UpsertPlan *plan, bool *exists)
  * from what recent calls through the same shape did:
  *	read first		one index lookup decides a replay, which then writes nothing;
  *					the default, and what redelivery-heavy traffic wants
- *	insert first	INSERT ... ON CONFLICT DO NOTHING, for mostly new rows: on a
- *					conflict it writes, locks and logs nothing, and we read after
+ *	insert first	INSERT ... ON CONFLICT DO NOTHING, for mostly new rows; on a
+ *					conflict the statement that settles every race follows
  *	update first	the guarded UPDATE, for mostly changed rows: its WHERE fails on
  *					a replay, so it too writes and fires nothing, and we read after
  * Every order gives the same answers.  Insert first is not taken when the table
  * has INSERT triggers, nor update first when it has statement-level UPDATE
- * triggers: they fire on the attempt, and a replay must fire none.
+ * triggers: they fire on the attempt, and a replay must fire none; nor insert
+ * first for a row that leaves out a column without a default, which the INSERT
+ * would refuse where the row exists.
  * idempotent_inbox.force_path forces an order (adaptive.h).
  */
 #define FRESH_FIRST_THRESHOLD SHARE_THRESHOLD_HALF
@@ -467,17 +469,34 @@ update_existing(UpsertPlan *plan, const ShapeStatements *sql)
 	return SPI_processed == 1 ? "updated" : NULL;
 }
 
+/*
+ * Whether new_row names every NOT NULL column without a default: an INSERT of a row
+ * that leaves out a NOT NULL column fails even where the row exists and the
+ * other orders would update it, so such a call never tries the INSERT first.
+ */
 static bool
-try_insert_first(UpsertPlan *plan, const ShapeStatements *sql)
+names_required_columns(UpsertPlan *plan)
 {
-	StatementPlan *statement;
+	TupleDesc	desc = RelationGetDescr(plan->rel);
 
-	if (!adaptive_goes_first(sql->fresh_rate >= FRESH_FIRST_THRESHOLD, STEP_INSERT) ||
-		has_insert_triggers(plan->rel))
-		return false;
-	statement = statement_cache_get(sql->sql[2], plan->nparams, plan->types);
-	statement_cache_execute(statement, plan->values, plan->nulls);
-	return SPI_processed == 1;
+	for (int i = 0; i < desc->natts; i++)
+	{
+		Form_pg_attribute att = TupleDescAttr(desc, i);
+
+		if (att->attisdropped || !att->attnotnull || att->atthasdef || att->attidentity ||
+			att->attgenerated)
+			continue;
+		if (!bms_is_member(att->attnum, plan->present))
+			return false;
+	}
+	return true;
+}
+
+static bool
+insert_goes_first(UpsertPlan *plan, const ShapeStatements *sql)
+{
+	return adaptive_goes_first(sql->fresh_rate >= FRESH_FIRST_THRESHOLD, STEP_INSERT) &&
+		!has_insert_triggers(plan->rel) && names_required_columns(plan);
 }
 
 /* Row-level UPDATE triggers fire only for rows the WHERE lets through. */
@@ -552,8 +571,19 @@ run_upsert(UpsertPlan *plan, const ShapeStatements *sql)
 	const char *outcome = NULL;
 
 	spi_connect();
-	if (try_insert_first(plan, sql))
-		outcome = "inserted";
+	if (insert_goes_first(plan, sql))
+	{
+		/*
+		 * A conflict may have made the INSERT wait for another writer of the
+		 * row: settle it as a race is settled on the other orders, with the
+		 * statement that locks the row it answers from, so that an unchanged
+		 * answer holds the row as ON CONFLICT DO UPDATE does.
+		 */
+		if (insert_new(plan, sql))
+			outcome = "inserted";
+		else
+			outcome = plan->routed ? write_row_routed(plan, sql) : write_row(plan, sql);
+	}
 	else if (adaptive_goes_first(sql->update_rate >= UPDATE_FIRST_THRESHOLD, STEP_UPDATE) &&
 			 !has_update_statement_triggers(plan->rel))
 		outcome = update_existing(plan, sql);
