@@ -59,6 +59,27 @@ SELECT inbox.upsert('force_people', '{"id": 1, "city": "Paris"}');
 COMMIT;
 SELECT * FROM force_people ORDER BY id;
 DROP TABLE force_people;
+-- Row security: the probe would read a row the policy hides ('dup'), so under
+-- probe a claim still goes through the INSERT, which the policy refuses (42501)
+-- as under auto.
+CREATE ROLE regress_force_reader;
+GRANT USAGE ON SCHEMA inbox TO regress_force_reader;
+GRANT SELECT, INSERT ON force_inbox TO regress_force_reader;
+ALTER TABLE force_inbox ENABLE ROW LEVEL SECURITY;
+CREATE POLICY force_own ON force_inbox USING (message_id LIKE 'mine-%');
+SET ROLE regress_force_reader;
+SELECT inbox.claim('force_inbox', 'dup');
+\echo :SQLSTATE
+SET idempotent_inbox.force_path = probe;
+SELECT inbox.claim('force_inbox', 'dup');
+\echo :SQLSTATE
+RESET idempotent_inbox.force_path;
+RESET ROLE;
+DROP POLICY force_own ON force_inbox;
+ALTER TABLE force_inbox DISABLE ROW LEVEL SECURITY;
+REVOKE ALL ON force_inbox FROM regress_force_reader;
+REVOKE USAGE ON SCHEMA inbox FROM regress_force_reader;
+DROP ROLE regress_force_reader;
 -- The setting was local to each call's transaction.
 SHOW idempotent_inbox.force_path;
 SELECT id, val, state FROM force_rows ORDER BY id;

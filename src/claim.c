@@ -34,6 +34,7 @@
 #include "utils/hsearch.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
+#include "utils/rls.h"
 #include "utils/snapmgr.h"
 #include "utils/tuplestore.h"
 #include "utils/uuid.h"
@@ -74,11 +75,17 @@ is_plain_duplicate(const ClaimRow *row)
  */
 #define DUP_PROBE_THRESHOLD (SHARE_SCALE / 4)
 
-/* Whether to probe first: as above, unless idempotent_inbox.force_path says. */
+/*
+ * Whether to probe first: as above, unless idempotent_inbox.force_path says.
+ * Never where row security applies to the caller: the probe reads the index
+ * directly, so it would answer "duplicate" from a row the policies hide, where
+ * the INSERT refuses the new row (42501) as the SQL it stands for does.
+ */
 static bool
 probe_pays(const InboxInfo *inbox)
 {
-	return adaptive_goes_first(inbox->dup_rate >= DUP_PROBE_THRESHOLD, STEP_READ);
+	return adaptive_goes_first(inbox->dup_rate >= DUP_PROBE_THRESHOLD, STEP_READ) &&
+		check_enable_rls(inbox->relid, InvalidOid, true) != RLS_ENABLED;
 }
 
 static bool
