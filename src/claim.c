@@ -12,6 +12,26 @@
  *	- under REPEATABLE READ and SERIALIZABLE, a conflicting claim committed after our
  *	  snapshot is a serialization failure (40001), never a wrong answer;
  *	- ROLLBACK removes the claim, so a redelivery is applied later.
+ *
+ * Every claim of one id (claim, try_claim past its probe, claim_apply, the dedup
+ * trigger) goes through claim_dispatch, which takes the first path that applies;
+ * each path calls only downward (claim_direct.c, claim_row.c, inbox_sql.c):
+ *
+ *	path		taken when								what it does
+ *	checked		the inbox has a retention window,		INSERT (the direct one where
+ *				or a fingerprint is given				allowed, else SQL), or the probe
+ *														first as below; a conflict reads
+ *														the row: an expired claim is
+ *														reclaimed (SQL_RECLAIM), a
+ *														fingerprint compared
+ *	direct		inbox_shape_direct_ok and				claim_direct: probe, then a
+ *				direct_access_allowed for this call		speculative insert, no executor
+ *	SQL			otherwise (triggers, rules, RLS,		the probe first when it pays,
+ *				partitions, snapshot isolation, ...)	then SQL_CLAIM (inbox_sql.c)
+ *
+ *	probe		(within checked and SQL) one duplicate in four recently, or
+ *				idempotent_inbox.force_path=probe; never under snapshot isolation
+ *				or row security: a committed row answers "duplicate" alone
  */
 #include "postgres.h"
 
@@ -210,40 +230,43 @@ claim_by_sql(InboxInfo *inbox, Datum message_id)
 }
 
 /*
- * Claim one id.  SPI must be connected.  True when the claim row was written by
- * this call, false when the id was already claimed (committed, or earlier in this
- * transaction).  fingerprint may be NULL.
+ * The dispatcher: the paths tabled at the head of this file, in that order.
+ * True when the claim row was written by this call, false when the id was
+ * already claimed (committed, or earlier in this transaction).  fingerprint may
+ * be NULL.  connected: the caller has connected SPI; if not, SPI is connected
+ * only for the paths that need it, since the direct path needs none and
+ * connecting costs more than the claim itself when done for every row of a COPY.
  */
+static bool
+claim_dispatch(InboxInfo *inbox, Datum message_id, bytea *fingerprint, bool connected)
+{
+	bool		checked = inbox->has_retention || fingerprint != NULL;
+	bool		claimed;
+
+	if (!checked && claim_directly(inbox, message_id, &claimed))
+		return claimed;
+
+	if (!connected)
+		spi_connect();
+	claimed = checked ? claim_checked(inbox, message_id, fingerprint) :
+		claim_by_sql(inbox, message_id);
+	if (!connected)
+		SPI_finish();
+	return claimed;
+}
+
+/* Claim one id, for callers that have connected SPI (claim_apply, try_claim). */
 bool
 claim_one(InboxInfo *inbox, Datum message_id, bytea *fingerprint)
 {
-	bool		claimed;
-
-	if (inbox->has_retention || fingerprint != NULL)
-		return claim_checked(inbox, message_id, fingerprint);
-	if (claim_directly(inbox, message_id, &claimed))
-		return claimed;
-	return claim_by_sql(inbox, message_id);
+	return claim_dispatch(inbox, message_id, fingerprint, true);
 }
 
-/*
- * claim_one for callers without SPI (claim, the dedup trigger): the direct path
- * needs none, and connecting costs more than the claim itself when it is done for
- * every row of a COPY.
- */
+/* Claim one id without a fingerprint, for callers without SPI (claim, the dedup trigger). */
 bool
 claim_one_connecting(InboxInfo *inbox, Datum message_id)
 {
-	bool		claimed;
-
-	if (!inbox->has_retention && claim_directly(inbox, message_id, &claimed))
-		return claimed;
-
-	spi_connect();
-	claimed = inbox->has_retention ? claim_checked(inbox, message_id, NULL) :
-		claim_by_sql(inbox, message_id);
-	SPI_finish();
-	return claimed;
+	return claim_dispatch(inbox, message_id, NULL, false);
 }
 
 PG_FUNCTION_INFO_V1(inbox_claim);
@@ -254,18 +277,12 @@ inbox_claim(PG_FUNCTION_ARGS)
 	InboxInfo  *inbox = registry_lookup(fcinfo, 0, RowExclusiveLock, ACL_INSERT | ACL_SELECT);
 	Datum		id = message_id_from_arg(fcinfo, 1, sig->keytype, inbox);
 	bytea	   *fingerprint = fingerprint_arg(fcinfo, 2);
-	bool		claimed;
 
-	if (fingerprint == NULL)
-		PG_RETURN_BOOL(claim_one_connecting(inbox, id));
 	/* Comparing fingerprints reads the stored one, which a policy may hide. */
-	registry_forbid_row_security(fcinfo, inbox);
+	if (fingerprint != NULL)
+		registry_forbid_row_security(fcinfo, inbox);
 
-	spi_connect();
-	claimed = claim_one(inbox, id, fingerprint);
-	SPI_finish();
-
-	PG_RETURN_BOOL(claimed);
+	PG_RETURN_BOOL(claim_dispatch(inbox, id, fingerprint, false));
 }
 
 /*
