@@ -80,6 +80,20 @@ ALTER TABLE force_inbox DISABLE ROW LEVEL SECURITY;
 REVOKE ALL ON force_inbox FROM regress_force_reader;
 REVOKE USAGE ON SCHEMA inbox FROM regress_force_reader;
 DROP ROLE regress_force_reader;
+-- A BEFORE INSERT trigger fires for a duplicate as ON CONFLICT DO NOTHING fires
+-- it (before finding the conflict), whichever order is forced: no probe skips it.
+CREATE TABLE force_fired (n int);
+CREATE FUNCTION force_note() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN INSERT INTO force_fired VALUES (1); RETURN NEW; END $$;
+CREATE TRIGGER force_note BEFORE INSERT ON force_inbox FOR EACH ROW EXECUTE FUNCTION force_note();
+SET idempotent_inbox.force_path = probe;
+SELECT inbox.claim('force_inbox', 'dup') AS fresh;
+RESET idempotent_inbox.force_path;
+SELECT inbox.claim('force_inbox', 'dup') AS fresh;
+SELECT count(*) AS trigger_fired FROM force_fired;
+DROP TRIGGER force_note ON force_inbox;
+DROP FUNCTION force_note();
+DROP TABLE force_fired;
 -- The setting was local to each call's transaction.
 SHOW idempotent_inbox.force_path;
 SELECT id, val, state FROM force_rows ORDER BY id;

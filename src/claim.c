@@ -99,12 +99,15 @@ is_plain_duplicate(const ClaimRow *row)
  * Whether to probe first: as above, unless idempotent_inbox.force_path says.
  * Never where row security applies to the caller: the probe reads the index
  * directly, so it would answer "duplicate" from a row the policies hide, where
- * the INSERT refuses the new row (42501) as the SQL it stands for does.
+ * the INSERT refuses the new row (42501) as the SQL it stands for does.  Nor
+ * with BEFORE INSERT row triggers, which ON CONFLICT DO NOTHING fires before it
+ * finds the conflict: a duplicate must fire them whatever this backend's history.
  */
 static bool
 probe_pays(const InboxInfo *inbox)
 {
 	return adaptive_goes_first(inbox->dup_rate >= DUP_PROBE_THRESHOLD, STEP_READ) &&
+		!inbox->insert_triggers &&
 		check_enable_rls(inbox->relid, InvalidOid, true) != RLS_ENABLED;
 }
 
