@@ -39,15 +39,40 @@
  *
  * Every direct path asks direct_access_possible when it loads what it knows of
  * the table (again after any DDL: a relcache invalidation reloads it) and
- * direct_access_allowed on every call.
+ * direct_access_allowed on every call.  A stream position, which is an
+ * extension table's row, is moved in place by direct_access_update, under the
+ * same two questions.
+ *
+ * Reads.  upsert and transition read the row a unique key names straight from
+ * the index (direct_access_fetch), which is what makes a replay cheap: the
+ * answer "already like this" comes from one index lookup, with no statement to
+ * start, no row lock and no WAL.  It reads with a fresh snapshot after a
+ * command counter increment, as a statement run through SPI would, so it sees
+ * what this transaction wrote a moment ago; index scans with an MVCC snapshot
+ * take the same SSI predicate locks as a SELECT.  Each item below sends the
+ * caller to the SQL path instead (direct_access_fetch_allowed), and
+ * direct_access_fetch re-checks the items it relies on:
+ *
+ *	rights						SELECT on the whole table (column privileges: SQL)
+ *	row security				no policy applies to the caller (check_enable_rls)
+ *	relation kind				a plain table with storage: a partitioned table's
+ *								rows live in its partitions and its indexes have
+ *								none; the executor routes
+ *	temporary					only this session's (shape_open refuses others')
+ *	index						a valid btree unique index of this very table
+ *	inheritance					the index holds the table's own rows only, as ON
+ *								CONFLICT and the generated statements (FROM ONLY)
+ *								see them
  */
 #include "postgres.h"
 
 #include "access/genam.h"
+#include "access/relation.h"
 #include "access/relscan.h"
 #include "access/table.h"
 #include "access/tableam.h"
 #include "access/xact.h"
+#include "catalog/pg_am.h"
 #include "catalog/pg_class.h"
 #include "catalog/pg_index.h"
 #include "catalog/pg_type.h"
@@ -56,6 +81,7 @@
 #include "nodes/makefuncs.h"
 #include "storage/lmgr.h"
 #include "utils/acl.h"
+#include "utils/datum.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
 #include "utils/rls.h"
@@ -235,4 +261,134 @@ direct_access_speculative_insert(Relation rel, Oid arbiter, TupleTableSlot *slot
 	ExecCloseIndices(rri);
 	FreeExecutorState(estate);
 	return !conflict;
+}
+
+/*
+ * May upsert and transition read rel directly (the list of reads at the top)?
+ */
+bool
+direct_access_fetch_allowed(Relation rel)
+{
+	Oid			relid = RelationGetRelid(rel);
+
+	return rel->rd_rel->relkind == RELKIND_RELATION &&
+		!RELATION_IS_OTHER_TEMP(rel) &&
+		pg_class_aclcheck(relid, GetUserId(), ACL_SELECT) == ACLCHECK_OK &&
+		check_enable_rls(relid, InvalidOid, true) != RLS_ENABLED;
+}
+
+/* The items of the list of reads that direct_access_fetch itself relies on. */
+static void
+CheckDirectRead(Relation rel, Relation index)
+{
+	if (rel->rd_rel->relkind != RELKIND_RELATION || RELATION_IS_OTHER_TEMP(rel) ||
+		index->rd_rel->relkind != RELKIND_INDEX || index->rd_rel->relam != BTREE_AM_OID ||
+		index->rd_index->indrelid != RelationGetRelid(rel) || !index->rd_index->indisvalid)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("\"%s\" cannot be read through index \"%s\"",
+						RelationGetRelationName(rel), RelationGetRelationName(index)),
+				 errdetail("Only a plain table's valid btree unique index is read directly.")));
+}
+
+/*
+ * Fetch the row whose key columns (those of keyindex) equal row[attnum - 1].
+ * Fills stored/storednulls (indexed by attnum - 1) and returns true when found.
+ * A NULL key value names no row, as "k = NULL" would not.
+ */
+bool
+direct_access_fetch(Relation rel, Oid keyindex, const Datum *row, const bool *rownulls,
+		  Datum *stored, bool *storednulls)
+{
+	Relation	index = try_relation_open(keyindex, AccessShareLock);
+	int			nkeys;
+	ScanKeyData keys[INDEX_MAX_KEYS];
+	Snapshot	snapshot;
+	IndexScanDesc scan;
+	TupleTableSlot *slot;
+	bool		found = false;
+
+	/* Dropped meanwhile by a trigger of this very call: its statements tell why. */
+	if (index == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("the key of \"%s\" was dropped during the call", RelationGetRelationName(rel))));
+	CheckDirectRead(rel, index);
+	nkeys = index->rd_index->indnkeyatts;
+	for (int i = 0; i < nkeys; i++)
+	{
+		AttrNumber	attnum = index->rd_index->indkey.values[i];
+		Oid			type = index->rd_opcintype[i];
+		Oid			eq = get_opfamily_member(index->rd_opfamily[i], type, type,
+											 BTEqualStrategyNumber);
+
+		if (rownulls[attnum - 1])
+		{
+			index_close(index, AccessShareLock);
+			return false;
+		}
+		ScanKeyInit(&keys[i], i + 1, BTEqualStrategyNumber, get_opcode(eq), row[attnum - 1]);
+		keys[i].sk_collation = index->rd_indcollation[i];
+	}
+
+	CommandCounterIncrement();
+	snapshot = RegisterSnapshot(GetTransactionSnapshot());
+	scan = index_beginscan(rel, index, snapshot, nkeys, 0);
+	index_rescan(scan, keys, nkeys, NULL, 0);
+	slot = table_slot_create(rel, NULL);
+	if (index_getnext_slot(scan, ForwardScanDirection, slot))
+	{
+		int			natts = RelationGetDescr(rel)->natts;
+
+		slot_getallattrs(slot);
+		for (int i = 0; i < natts; i++)
+		{
+			storednulls[i] = slot->tts_isnull[i];
+			stored[i] = storednulls[i] ? (Datum) 0 :
+				datumCopy(slot->tts_values[i], TupleDescAttr(RelationGetDescr(rel), i)->attbyval,
+						  TupleDescAttr(RelationGetDescr(rel), i)->attlen);
+		}
+		found = true;
+	}
+	ExecDropSingleTupleTableSlot(slot);
+	index_endscan(scan);
+	UnregisterSnapshot(snapshot);
+	index_close(index, AccessShareLock);
+
+	return found;
+}
+
+/*
+ * Replace the committed (or our own) row at tid by slot, and its index entries;
+ * false if another transaction changed or deleted it first, and the caller must
+ * look again.  The caller has checked direct_access_possible and _allowed.
+ */
+bool
+direct_access_update(Relation rel, ItemPointer tid, TupleTableSlot *slot)
+{
+	TM_FailureData tmfd;
+	LockTupleMode lockmode;
+	COMPAT_UPDATE_INDEXES update_indexes;
+	TM_Result	result;
+
+	result = table_tuple_update(rel, tid, slot, GetCurrentCommandId(true),
+								InvalidSnapshot, InvalidSnapshot, true,
+								&tmfd, &lockmode, &update_indexes);
+	if (result == TM_Updated || result == TM_Deleted)
+		return false;
+	if (result != TM_Ok)
+		elog(ERROR, "unexpected result %d updating a row directly", (int) result);
+
+	if (compat_must_update_indexes(update_indexes))
+	{
+		EState	   *estate = CreateExecutorState();
+		ResultRelInfo *rri = makeNode(ResultRelInfo);
+
+		InitResultRelInfo(rri, rel, 1, NULL, 0);
+		ExecOpenIndices(rri, false);
+		compat_update_index_tuples(rri, slot, estate);
+		ExecCloseIndices(rri);
+		FreeExecutorState(estate);
+	}
+	return true;
 }

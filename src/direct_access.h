@@ -1,6 +1,7 @@
 /*
  * direct_access.h
- *		Reading and writing an inbox without the executor (direct_access.c).
+ *		Reading and writing tables without the executor, under the checklist at
+ *		the head of direct_access.c.
  */
 #ifndef INBOX_DIRECT_ACCESS_H
 #define INBOX_DIRECT_ACCESS_H
@@ -16,5 +17,9 @@ extern RowState direct_access_dirty_lookup(Relation heap, Relation index,
 										   void *arg);
 extern void direct_access_wait(Relation heap, const DirtyWait *wait, ItemPointer tid);
 extern bool direct_access_speculative_insert(Relation rel, Oid arbiter, struct TupleTableSlot *slot);
+extern bool direct_access_update(Relation rel, ItemPointer tid, struct TupleTableSlot *slot);
+extern bool direct_access_fetch_allowed(Relation rel);
+extern bool direct_access_fetch(Relation rel, Oid keyindex, const Datum *row, const bool *rownulls,
+								Datum *stored, bool *storednulls);
 
 #endif							/* INBOX_DIRECT_ACCESS_H */

@@ -266,37 +266,6 @@ position_slot(Relation rel, Datum *keys, int64 offset)
 	return slot;
 }
 
-/* Move the committed (or our own) row at tid; false if it changed under us. */
-static bool
-position_update(Relation rel, ItemPointer tid, TupleTableSlot *slot)
-{
-	TM_FailureData tmfd;
-	LockTupleMode lockmode;
-	COMPAT_UPDATE_INDEXES update_indexes;
-	TM_Result	result;
-
-	result = table_tuple_update(rel, tid, slot, GetCurrentCommandId(true),
-								InvalidSnapshot, InvalidSnapshot, true,
-								&tmfd, &lockmode, &update_indexes);
-	if (result == TM_Updated || result == TM_Deleted)
-		return false;
-	if (result != TM_Ok)
-		elog(ERROR, "unexpected result %d updating a stream position", (int) result);
-
-	if (compat_must_update_indexes(update_indexes))
-	{
-		EState	   *estate = CreateExecutorState();
-		ResultRelInfo *rri = makeNode(ResultRelInfo);
-
-		InitResultRelInfo(rri, rel, 1, NULL, 0);
-		ExecOpenIndices(rri, false);
-		compat_update_index_tuples(rri, slot, estate);
-		ExecCloseIndices(rri);
-		FreeExecutorState(estate);
-	}
-	return true;
-}
-
 /* advance writes every column of positions. */
 static const AttrNumber every_position_column[] = {1, 2, 3, ATT_OFFSET, ATT_ADVANCED_AT};
 
@@ -340,7 +309,7 @@ advance_direct(PositionPlans *p, Datum *keys, int64 offset)
 			break;
 		}
 		slot = position_slot(rel, keys, offset);
-		if (row.state == ROW_PRESENT ? position_update(rel, &row.tid, slot) :
+		if (row.state == ROW_PRESENT ? direct_access_update(rel, &row.tid, slot) :
 			direct_access_speculative_insert(rel, p->pkindex, slot))
 			result = ADVANCE_MOVED;
 		ExecDropSingleTupleTableSlot(slot);

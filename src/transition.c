@@ -9,7 +9,7 @@
  *	rejected	the row is in a state not listed
  *	missing		no row has the key
  *
- * The stored row is read from the index first (row_fetch.c), so a replay, a
+ * The stored row is read from the index first (direct_access.c), so a replay, a
  * refusal or a missing row is answered without any statement.  Otherwise one
  * guarded UPDATE does the move, with the key's values (converted as
  * jsonb_populate_record would) as typed parameters; when it matches nothing,
@@ -38,7 +38,7 @@
 
 #include "adaptive.h"
 #include "inbox.h"
-#include "row_fetch.h"
+#include "direct_access.h"
 #include "row_values.h"
 #include "shape_cache.h"
 #include "signature.h"
@@ -179,7 +179,7 @@ decide_missing_already_or_rejected(Relation rel, Oid keyindex, AttrNumber attnum
 	bool	   *storednulls = palloc(sizeof(bool) * desc->natts);
 	char	   *current;
 
-	if (!row_fetch(rel, keyindex, row, rownulls, stored, storednulls))
+	if (!direct_access_fetch(rel, keyindex, row, rownulls, stored, storednulls))
 		return "missing";
 	if (storednulls[attnum - 1])
 		return "rejected";
@@ -300,7 +300,7 @@ inbox_transition(PG_FUNCTION_ARGS)
 	 * idempotent_inbox.force_path forces an order (adaptive.h).
 	 */
 	outcome = (!adaptive_goes_first(sql->fresh_rate >= MOVED_FIRST_THRESHOLD, STEP_WRITE) &&
-			   row_fetch_allowed(rel)) ?
+			   direct_access_fetch_allowed(rel)) ?
 		decide_missing_already_or_rejected(rel, keyindex, attnum, row, rownulls, sources, to_state) : NULL;
 	if (outcome != NULL)
 	{

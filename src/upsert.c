@@ -10,7 +10,7 @@
  *	stale		with a version column: the stored version is newer or equal
  *
  * A replay must write nothing: no new row version, no row lock, no trigger.  So the
- * stored row is read first, from the index (row_fetch.c) or, when the caller may not
+ * stored row is read first, from the index (direct_access.c) or, when the caller may not
  * read the table directly, with a SELECT, and compared byte for byte (image
  * equality, which needs no equality operator per type; in SQL the casts to record
  * keep the parser from turning it into a column-by-column comparison); only a row that is missing or differs goes
@@ -49,7 +49,7 @@
 
 #include "adaptive.h"
 #include "inbox.h"
-#include "row_fetch.h"
+#include "direct_access.h"
 #include "row_values.h"
 #include "shape_cache.h"
 #include "signature.h"
@@ -344,7 +344,7 @@ decide_stale_or_unchanged(UpsertPlan *plan, bool *exists)
 	bool	   *storednulls = palloc(sizeof(bool) * desc->natts);
 	int			attnum = -1;
 
-	*exists = row_fetch(plan->rel, plan->keyindex, plan->row, plan->rownulls, stored, storednulls);
+	*exists = direct_access_fetch(plan->rel, plan->keyindex, plan->row, plan->rownulls, stored, storednulls);
 	if (!*exists)
 		return NULL;
 
@@ -405,7 +405,7 @@ decide_without_writing(UpsertPlan *plan, const ShapeStatements *sql, bool *exist
 {
 	StatementPlan *statement;
 
-	if (row_fetch_allowed(plan->rel))
+	if (direct_access_fetch_allowed(plan->rel))
 		return decide_stale_or_unchanged(plan, exists);
 
 	/* The caller may not read the table directly: let SELECT check and filter. */
