@@ -20,6 +20,7 @@
 #include "miscadmin.h"
 #include "lib/stringinfo.h"
 #include "storage/lmgr.h"
+#include "storage/sinval.h"
 #include "utils/acl.h"
 #include "utils/builtins.h"
 #include "utils/hsearch.h"
@@ -351,6 +352,7 @@ lookup(FunctionCallInfo fcinfo, Oid relid, LOCKMODE lockmode, AclMode rights, bo
 	InboxInfo  *entry;
 	bool		found;
 	RegistryRow registered;
+	uint64		inval_count;
 
 	check_rights(fcinfo, relid, rights);
 
@@ -359,10 +361,13 @@ lookup(FunctionCallInfo fcinfo, Oid relid, LOCKMODE lockmode, AclMode rights, bo
 	 * commits reaches us as an invalidation now, not later while a kept plan
 	 * re-resolves the old name ("relation public.x does not exist").  Claims
 	 * pass the mode their INSERT takes, so that lock is not acquired twice.
-	 * Rights are checked again: they may have been revoked while we waited.
+	 * Rights are checked again if anything changed while we waited for the
+	 * lock (a REVOKE, a DROP), as RangeVarGetRelidExtended does.
 	 */
+	inval_count = SharedInvalidMessageCounter;
 	LockRelationOid(relid, lockmode);
-	check_rights(fcinfo, relid, rights);
+	if (inval_count != SharedInvalidMessageCounter)
+		check_rights(fcinfo, relid, rights);
 
 	entry = hash_search(InboxCache, &relid, HASH_FIND, NULL);
 	if (entry != NULL && entry->valid)
