@@ -73,7 +73,7 @@ claim_direct(InboxInfo *inbox, Datum message_id)
 {
 	int			retries = 0;
 
-	if (!inbox->direct_shape || !direct_access_allowed(inbox->relid, ACL_INSERT | ACL_SELECT))
+	if (!inbox->direct_shape || !direct_access_allowed(inbox->relid))
 		return CLAIM_DIRECT_UNAVAILABLE;
 
 	for (;;)

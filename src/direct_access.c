@@ -10,7 +10,8 @@
  * Here is everything the executor does for an INSERT ... ON CONFLICT DO NOTHING
  * into one table, and how each duty is kept when we skip it:
  *
- *	rights (INSERT, SELECT)		checked per call: direct_access_allowed
+ *	rights (INSERT, SELECT)		checked per call, before the lock, by
+ *								registry_lookup, which every direct path follows
  *	row-level security			relrowsecurity: SQL; per call, check_enable_rls
  *	triggers (and so FKs)		any trigger: SQL
  *	rules						any rule: SQL
@@ -154,16 +155,15 @@ direct_access_possible(Relation rel, const AttrNumber *filled, int nfilled)
 }
 
 /*
- * The per-call conditions: isolation level, transaction state, the caller's
- * rights, and row-level security as it applies to this caller now.
+ * The per-call conditions: isolation level, transaction state, and row-level
+ * security as it applies to this caller now.  The caller's rights were checked
+ * by registry_lookup in the same call, so they are not checked again here.
  */
 bool
-direct_access_allowed(Oid relid, AclMode rights)
+direct_access_allowed(Oid relid)
 {
 	/* A read-only transaction or a parallel worker gets its error from the SQL path. */
 	if (IsolationUsesXactSnapshot() || XactReadOnly || IsInParallelMode())
-		return false;
-	if (pg_class_aclmask(relid, GetUserId(), rights, ACLMASK_ALL) != rights)
 		return false;
 	return check_enable_rls(relid, InvalidOid, true) != RLS_ENABLED;
 }

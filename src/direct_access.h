@@ -9,7 +9,7 @@
 #include "inbox.h"
 
 extern bool direct_access_possible(Relation rel, const AttrNumber *filled, int nfilled);
-extern bool direct_access_allowed(Oid relid, AclMode rights);
+extern bool direct_access_allowed(Oid relid);
 extern RowState direct_access_dirty_lookup(Relation heap, Relation index,
 										   struct ScanKeyData *keys, int nkeys,
 										   DirtyWait *wait, ItemPointer tid,
