@@ -10,7 +10,10 @@
 # with an explicit PG_CONFIG:
 #
 #   make demo      build, install, run the demo on a throwaway cluster
-#   make test      the same, then every suite; ends with "N passed, N failed"
+#   make test      the same, then every suite on PostgreSQL 15 and on the newest major
+#                  (in a Debian chroot, test/harness/versions.sh); ends with
+#                  "N passed, N failed"
+#   make test-versions  every suite on every tested major (15, 17, 18, 19)
 #   make bench     the benchmark suite (test/bench/README.md)
 #   make fuzz      the long fuzz run (test/fuzz/README.md)
 #   make valgrind  regress and isolation under valgrind
@@ -58,13 +61,16 @@ include $(PGXS)
 $(OBJS): $(wildcard src/*.h)
 
 # The harness: scripts that need no PGXS variable, so that they run before pg_config exists.
-.PHONY: demo test bench fuzz valgrind
+.PHONY: demo test test-versions bench fuzz valgrind
 
 demo:
 	@bash test/harness/demo
 
 test:
 	@bash test/harness/test
+
+test-versions:
+	@INBOX_VERSIONS="15 17 18 19" bash test/harness/test
 
 bench:
 	@bash test/harness/bench

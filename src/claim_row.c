@@ -147,7 +147,7 @@ claim_row_lease_live(const ClaimRow *row, TimestampTz now)
 	if (row->holder_pid != 0)
 	{
 		/* Our own snapshot of backend status may be older than this transaction. */
-		compat_clear_backend_snapshot();
+		pgstat_clear_backend_activity_snapshot();
 		return holder_alive(row->holder_pid, row->holder_started);
 	}
 	return true;

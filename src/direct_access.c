@@ -123,8 +123,6 @@ direct_access_possible(Relation rel, const AttrNumber *filled, int nfilled)
 	TupleDesc	desc = RelationGetDescr(rel);
 	TupleConstr *constr = desc->constr;
 
-	if (!COMPAT_DIRECT_WRITES)
-		return false;
 	if (rel->rd_rel->relkind != RELKIND_RELATION || rel->rd_rel->relispartition ||
 		rel->rd_rel->relpersistence != RELPERSISTENCE_PERMANENT)
 		return false;
@@ -190,7 +188,7 @@ direct_access_dirty_lookup(Relation heap, Relation index, ScanKey keys, int nkey
 
 	memset(wait, 0, sizeof(DirtyWait));
 	InitDirtySnapshot(dirty);
-	scan = index_beginscan(heap, index, &dirty, nkeys, 0);
+	scan = compat_index_beginscan(heap, index, &dirty, nkeys);
 	index_rescan(scan, keys, nkeys, NULL, 0);
 	while (state != ROW_CHANGING && index_getnext_slot(scan, ForwardScanDirection, slot))
 	{
@@ -333,7 +331,7 @@ direct_access_fetch(Relation rel, Oid keyindex, const Datum *row, const bool *ro
 
 	CommandCounterIncrement();
 	snapshot = RegisterSnapshot(GetTransactionSnapshot());
-	scan = index_beginscan(rel, index, snapshot, nkeys, 0);
+	scan = compat_index_beginscan(rel, index, snapshot, nkeys);
 	index_rescan(scan, keys, nkeys, NULL, 0);
 	slot = table_slot_create(rel, NULL);
 	if (index_getnext_slot(scan, ForwardScanDirection, slot))
@@ -371,9 +369,9 @@ direct_access_update(Relation rel, ItemPointer tid, TupleTableSlot *slot)
 	COMPAT_UPDATE_INDEXES update_indexes;
 	TM_Result	result;
 
-	result = table_tuple_update(rel, tid, slot, GetCurrentCommandId(true),
-								InvalidSnapshot, InvalidSnapshot, true,
-								&tmfd, &lockmode, &update_indexes);
+	result = compat_table_tuple_update(rel, tid, slot, GetCurrentCommandId(true),
+									   InvalidSnapshot, InvalidSnapshot, true,
+									   &tmfd, &lockmode, &update_indexes);
 	if (result == TM_Updated || result == TM_Deleted)
 		return false;
 	if (result != TM_Ok)

@@ -11,6 +11,8 @@
  */
 #include "postgres.h"
 
+#include "common/cryptohash.h"
+#include "common/sha2.h"
 #include "fmgr.h"
 #include "utils/builtins.h"
 #include "utils/jsonb.h"
@@ -22,22 +24,51 @@
 #include "message_id.h"
 #include "stats.h"
 
+/* Incremental SHA-256 that fails cleanly: the cryptohash API reports, not raises. */
+typedef struct Sha256
+{
+	pg_cryptohash_ctx *ctx;
+} Sha256;
+
+static void
+sha256_begin(Sha256 *d)
+{
+	d->ctx = pg_cryptohash_create(PG_SHA256);
+	if (d->ctx == NULL || pg_cryptohash_init(d->ctx) < 0)
+		elog(ERROR, "could not initialize a SHA-256 digest");
+}
+
+static void
+sha256_add(Sha256 *d, const void *data, size_t len)
+{
+	if (pg_cryptohash_update(d->ctx, data, len) < 0)
+		elog(ERROR, "could not update a SHA-256 digest");
+}
+
+static void
+sha256_end(Sha256 *d, uint8 *out)
+{
+	if (pg_cryptohash_final(d->ctx, out, PG_SHA256_DIGEST_LENGTH) < 0)
+		elog(ERROR, "could not finish a SHA-256 digest");
+	pg_cryptohash_free(d->ctx);
+}
+
 /* A tag, then for variable-length data its length, so no two values run together. */
 static void
-digest_item(CompatSha256 *d, char tag, const char *data, uint32 len)
+digest_item(Sha256 *d, char tag, const char *data, uint32 len)
 {
-	compat_sha256_add(d, &tag, 1);
+	sha256_add(d, &tag, 1);
 	if (data != NULL)
 	{
 		uint32		be = pg_hton32(len);
 
-		compat_sha256_add(d, &be, sizeof(be));
-		compat_sha256_add(d, data, len);
+		sha256_add(d, &be, sizeof(be));
+		sha256_add(d, data, len);
 	}
 }
 
 static void
-digest_scalar(CompatSha256 *d, const JsonbValue *v)
+digest_scalar(Sha256 *d, const JsonbValue *v)
 {
 	switch (v->type)
 	{
@@ -77,10 +108,10 @@ inbox_fingerprint(PG_FUNCTION_ARGS)
 	JsonbIterator *it = JsonbIteratorInit(&payload->root);
 	JsonbIteratorToken token;
 	JsonbValue	v;
-	CompatSha256 d;
+	Sha256 d;
 	bytea	   *result = palloc(VARHDRSZ + PG_SHA256_DIGEST_LENGTH);
 
-	compat_sha256_begin(&d);
+	sha256_begin(&d);
 	while ((token = JsonbIteratorNext(&it, &v, false)) != WJB_DONE)
 	{
 		switch (token)
@@ -108,7 +139,7 @@ inbox_fingerprint(PG_FUNCTION_ARGS)
 				elog(ERROR, "unexpected jsonb token %d", (int) token);
 		}
 	}
-	compat_sha256_end(&d, (uint8 *) VARDATA(result));
+	sha256_end(&d, (uint8 *) VARDATA(result));
 	SET_VARSIZE(result, VARHDRSZ + PG_SHA256_DIGEST_LENGTH);
 
 	PG_RETURN_BYTEA_P(result);

@@ -36,5 +36,5 @@ _PG_init(void)
 	stats_init();
 	purge_worker_init();
 
-	compat_reserve_guc_prefix("idempotent_inbox");
+	MarkGUCPrefixReserved("idempotent_inbox");
 }

@@ -43,6 +43,7 @@
 #include "utils/rel.h"
 #include "utils/syscache.h"
 
+#include "compat.h"
 #include "inbox.h"
 #include "direct_access.h"
 #include "inbox_shape.h"
@@ -124,7 +125,7 @@ static Oid
 check_primary_key(Relation rel, AttrNumber key_attnum, Oid keytype, RegProcedure *key_eq,
 				  char **problem_out)
 {
-	Oid			pkindex = RelationGetPrimaryKeyIndex(rel);
+	Oid			pkindex = compat_immediate_primary_key(rel);
 	Relation	index;
 	Form_pg_index form;
 	Oid			eqop;

@@ -288,7 +288,7 @@ check_rights(FunctionCallInfo fcinfo, Oid relid, AclMode rights)
 	 * The SQL a claim may run names the table, which needs USAGE on its schema;
 	 * the paths that skip SQL must not be more generous.
 	 */
-	if (pg_namespace_aclcheck(get_rel_namespace(relid), GetUserId(), ACL_USAGE) != ACLCHECK_OK)
+	if (compat_namespace_aclcheck(get_rel_namespace(relid), GetUserId(), ACL_USAGE) != ACLCHECK_OK)
 		ereport(ERROR,
 				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
 				 errmsg("permission denied for schema %s",

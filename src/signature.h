@@ -6,6 +6,7 @@
 #ifndef INBOX_SIGNATURE_H
 #define INBOX_SIGNATURE_H
 
+#include "compat.h"
 #include "inbox.h"
 
 /* What a call site of one of our SQL functions was declared with. */
@@ -19,6 +20,6 @@ typedef struct CallSignature
 
 extern const CallSignature *signature_of_call(FunctionCallInfo fcinfo);
 extern Datum signature_enum_label(Oid enumtype, const char *label);
-extern void signature_report_extension_dropped(void) pg_attribute_noreturn();
+pg_noreturn extern void signature_report_extension_dropped(void);
 
 #endif							/* INBOX_SIGNATURE_H */

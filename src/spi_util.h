@@ -5,6 +5,7 @@
 #ifndef INBOX_SPI_UTIL_H
 #define INBOX_SPI_UTIL_H
 
+#include "compat.h"
 #include "inbox.h"
 #include "executor/spi.h"
 
@@ -13,6 +14,6 @@ extern SPIPlanPtr spi_prepare_kept(const char *sql, int nargs, Oid *argtypes);
 extern void spi_free_plan(SPIPlanPtr *plan);
 extern void spi_execute_expect(SPIPlanPtr plan, Datum *values, const char *nulls,
 							   int expected);
-extern void spi_report_error(int rc, const char *what) pg_attribute_noreturn();
+pg_noreturn extern void spi_report_error(int rc, const char *what);
 
 #endif							/* INBOX_SPI_UTIL_H */

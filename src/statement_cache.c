@@ -290,8 +290,8 @@ infer_param_types(const char *source, int nargs, const Oid *argtypes)
 	}
 	foreach(lc, raw)
 	{
-		Query	   *query = compat_parse_analyze_varparams(lfirst_node(RawStmt, lc), source,
-														   &types, &nparams);
+		Query	   *query = parse_analyze_varparams(lfirst_node(RawStmt, lc), source,
+													&types, &nparams, NULL);
 
 		if (query->commandType == CMD_UTILITY)
 			utility = true;

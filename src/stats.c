@@ -66,7 +66,7 @@ static StatsShared *Stats = NULL;
 static object_access_hook_type prev_object_access_hook = NULL;
 
 static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
-static compat_shmem_request_hook_type prev_shmem_request_hook = NULL;
+static shmem_request_hook_type prev_shmem_request_hook = NULL;
 
 static Size
 stats_shmem_size(void)
@@ -97,9 +97,8 @@ stats_shmem_startup(void)
 	ctl.entrysize = sizeof(InboxCounters);
 	LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
 	/* Every entry allocated now; HASH_FIXED_SIZE: never one more. */
-	StatsHash = ShmemInitHash("idempotent_inbox counters", stats_max_inboxes,
-							  stats_max_inboxes, &ctl,
-							  HASH_ELEM | HASH_BLOBS | HASH_FIXED_SIZE);
+	StatsHash = compat_shmem_init_hash("idempotent_inbox counters", stats_max_inboxes, &ctl,
+									   HASH_ELEM | HASH_BLOBS | HASH_FIXED_SIZE);
 	Stats = ShmemInitStruct("idempotent_inbox counters state", sizeof(StatsShared), &found);
 	if (!found)
 		pg_atomic_init_u32(&Stats->full_warned, 0);
@@ -123,7 +122,8 @@ stats_init(void)
 							&stats_max_inboxes, 1024, 16, 1000000,
 							PGC_POSTMASTER, 0, NULL, NULL, NULL);
 
-	compat_install_shmem_request(stats_shmem_request, &prev_shmem_request_hook);
+	prev_shmem_request_hook = shmem_request_hook;
+	shmem_request_hook = stats_shmem_request;
 	prev_shmem_startup_hook = shmem_startup_hook;
 	shmem_startup_hook = stats_shmem_startup;
 	prev_object_access_hook = object_access_hook;

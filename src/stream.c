@@ -75,7 +75,7 @@ position_keys(Oid relid, PositionPlans *p)
 	Relation	rel = table_open(relid, AccessShareLock);
 	Relation	index;
 
-	p->pkindex = RelationGetPrimaryKeyIndex(rel);
+	p->pkindex = compat_immediate_primary_key(rel);
 	if (!OidIsValid(p->pkindex))
 		elog(ERROR, "the positions table of idempotent_inbox has no primary key");
 	index = index_open(p->pkindex, AccessShareLock);
@@ -276,8 +276,6 @@ advance_direct(PositionPlans *p, Datum *keys, int64 offset)
 	Relation	index;
 	AdvanceResult result = ADVANCE_UNAVAILABLE;
 
-	if (!COMPAT_DIRECT_WRITES)
-		return ADVANCE_UNAVAILABLE;
 	/* The positions table is written with its owner's rights (see above). */
 	if (IsolationUsesXactSnapshot() || XactReadOnly || IsInParallelMode())
 		return ADVANCE_UNAVAILABLE;

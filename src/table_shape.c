@@ -32,6 +32,7 @@
 #include "utils/syscache.h"
 #include "utils/typcache.h"
 
+#include "compat.h"
 #include "table_shape.h"
 
 /*
@@ -78,7 +79,7 @@ CheckTargetRights(Oid relid, const char *relname, AclMode rights, bool must_own)
 
 	if (must_own)
 	{
-		if (!pg_class_ownercheck(relid, userid))
+		if (!compat_table_ownercheck(relid, userid))
 			aclcheck_error(ACLCHECK_NOT_OWNER, OBJECT_TRIGGER, relname);
 		return rights;
 	}
@@ -101,7 +102,7 @@ CheckTargetRights(Oid relid, const char *relname, AclMode rights, bool must_own)
 static void
 CheckSchemaUsage(Oid nspid)
 {
-	if (pg_namespace_aclcheck(nspid, GetUserId(), ACL_USAGE) != ACLCHECK_OK)
+	if (compat_namespace_aclcheck(nspid, GetUserId(), ACL_USAGE) != ACLCHECK_OK)
 		aclcheck_error(ACLCHECK_NO_PRIV, OBJECT_SCHEMA, get_namespace_name(nspid));
 }
 
@@ -338,7 +339,7 @@ shape_unique_key(Relation rel, Bitmapset *columns)
 
 	if (columns == NULL)
 	{
-		Oid			pk = RelationGetPrimaryKeyIndex(rel);
+		Oid			pk = compat_immediate_primary_key(rel);
 
 		if (!OidIsValid(pk))
 			ereport(ERROR,

@@ -13,20 +13,27 @@
 
 set -euo pipefail
 
-# INBOX_PG_BIN points at another server build (a relocated copy of the packaged one,
-# say), so that two checkouts can install and test side by side.
-PG_BIN=${INBOX_PG_BIN:-/usr/lib/postgresql/15/bin}
+# INBOX_PG_MAJOR picks the Debian server packages (15 on Debian 12; the version harness
+# sets it inside the chroot of a newer Debian, see versions.sh).  INBOX_PG_BIN points at
+# another server build (a relocated copy of the packaged one, say), so that two
+# checkouts can install and test side by side.
+PG_MAJOR=${INBOX_PG_MAJOR:-15}
+PG_BIN=${INBOX_PG_BIN:-/usr/lib/postgresql/$PG_MAJOR/bin}
 PG_CONFIG=$PG_BIN/pg_config
 REPO_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 # redis-server and the python3-* packages are for the Redis chaos demo
 # (examples/redis_chaos), which make demo runs and make test runs briefly.
-PACKAGES=(make gcc postgresql-15 postgresql-server-dev-15 postgresql-15-pgtap
+PACKAGES=(make gcc "postgresql-$PG_MAJOR" "postgresql-server-dev-$PG_MAJOR"
           libipc-run-perl libtap-parser-sourcehandler-pgtap-perl
           redis-server python3-redis python3-psycopg)
 # "command:package" pairs: the package is installed only when the command is missing
 # from the tests' PATH: such tools often come from elsewhere, like NodeSource's nodejs,
 # which bundles npm and conflicts with Debian's.
 COMMAND_PACKAGES=()
+# pgTAP, unless the version harness provided it otherwise (a release without pgTAP
+# for the major: versions.sh).
+PGTAP_PACKAGE=${INBOX_PGTAP_PACKAGE-postgresql-$PG_MAJOR-pgtap}
+[[ -z $PGTAP_PACKAGE ]] || PACKAGES+=("$PGTAP_PACKAGE")
 
 TMP_ROOT=""         # the private temp dir: socket, server log, data/, src/
 SRC=""              # the copy of the tree inside it, owned by postgres once built
@@ -58,6 +65,10 @@ as_postgres_in() {
     if [[ -n $PORT ]]; then
         env+=(PGHOST="$TMP_ROOT" PGPORT="$PORT")
     fi
+    # The older server the pg_upgrade test upgrades from (versions.sh), if any.
+    if [[ -n ${INBOX_UPGRADE_OLD_INSTALL:-} ]]; then
+        env+=(INBOX_UPGRADE_OLD_INSTALL="$INBOX_UPGRADE_OLD_INSTALL")
+    fi
     if ((EUID == 0)); then
         runuser -u postgres -- "${env[@]}" "$@"
     else
@@ -83,7 +94,7 @@ package_installed() {
 
 # apt-get update only when something is missing: it is slow and needs the network.
 ensure_packages() {
-    command -v dpkg-query >/dev/null || die "this harness needs Debian 12 (dpkg-query not found)"
+    command -v dpkg-query >/dev/null || die "this harness needs Debian (dpkg-query not found)"
     local missing=() pkg out pair
     for pkg in "${PACKAGES[@]}"; do
         package_installed "$pkg" || missing+=("$pkg")
