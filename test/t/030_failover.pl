@@ -258,7 +258,7 @@ chomp $out;
 is($out, 'applied', 'cancel: and the outcome "applied"');
 like(
 	$err,
-	qr/WARNING:  canceling wait for synchronous replication due to user request\n.*DETAIL:  The transaction has already committed locally, but might not have been replicated to the standby\./s,
+	qr/WARNING:  canceling wait for synchronous replication.*\n.*DETAIL:  The transaction has already committed locally, but might not have been replicated to the standby/s,
 	'cancel: the only sign is the WARNING: a consumer must not acknowledge on it');
 is( $primary->safe_psql(
 		'postgres',
