@@ -17,7 +17,9 @@ SELECT c.relname, c.relpersistence, a.attname, pg_catalog.format_type(a.atttypid
        a.attnotnull
   FROM pg_class c JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum > 0
  WHERE c.oid = 'orders_inbox'::regclass ORDER BY a.attnum;
-SELECT pg_get_constraintdef(oid) FROM pg_constraint WHERE conrelid = 'orders_inbox'::regclass;
+-- (contype n: from 18, NOT NULL constraints are catalogued too)
+SELECT pg_get_constraintdef(oid) FROM pg_constraint
+ WHERE conrelid = 'orders_inbox'::regclass AND contype <> 'n';
 SELECT count(*) AS extension_members FROM pg_depend
  WHERE objid = 'payments_inbox'::regclass AND deptype = 'e';
 
