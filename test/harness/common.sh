@@ -58,6 +58,10 @@ as_postgres_in() {
     if [[ -n $PORT ]]; then
         env+=(PGHOST="$TMP_ROOT" PGPORT="$PORT")
     fi
+    # The old server test/t/040_pg_upgrade.pl upgrades from (unset: the same install).
+    if [[ -n ${INBOX_UPGRADE_OLD_INSTALL:-} ]]; then
+        env+=(INBOX_UPGRADE_OLD_INSTALL="$INBOX_UPGRADE_OLD_INSTALL")
+    fi
     if ((EUID == 0)); then
         runuser -u postgres -- "${env[@]}" "$@"
     else
