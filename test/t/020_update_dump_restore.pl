@@ -52,7 +52,7 @@ is($node->safe_psql('restored', $state), '0.2|pg_catalog|1',
 is($node->safe_psql('restored', $state), $node->safe_psql('source', $state),
 	'restored and source agree');
 
-my $inboxes = q{SELECT inbox, key_type, retention FROM inbox.inboxes ORDER BY 1::text};
+my $inboxes = q{SELECT inbox, key_type, retention FROM inbox.inboxes ORDER BY inbox::text};
 is($node->safe_psql('restored', $inboxes), $node->safe_psql('source', $inboxes),
 	'restored: the same inboxes with the same settings');
 is( $node->safe_psql(
