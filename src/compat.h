@@ -33,8 +33,21 @@
 #include "catalog/pg_namespace.h"
 #include "utils/acl.h"
 #if PG_VERSION_NUM >= 160000
-#define compat_table_ownercheck(relid, roleid) \
-	object_ownercheck(RelationRelationId, (relid), (roleid))
+#include "utils/syscache.h"
+
+/*
+ * pg_class_ownercheck raised 42P01 for a relation that does not exist;
+ * object_ownercheck reports an internal error: keep the former everywhere.
+ */
+static inline bool
+compat_table_ownercheck(Oid relid, Oid roleid)
+{
+	if (!SearchSysCacheExists1(RELOID, ObjectIdGetDatum(relid)))
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_TABLE),
+				 errmsg("relation with OID %u does not exist", relid)));
+	return object_ownercheck(RelationRelationId, relid, roleid);
+}
 #define compat_namespace_aclcheck(nspid, roleid, mode) \
 	object_aclcheck(NamespaceRelationId, (nspid), (roleid), (mode))
 #else

@@ -205,12 +205,30 @@ copy_missing_libraries() {
     return 1
 }
 
+# The chroot trusts the certificate authorities the host added to its own (a proxy
+# that inspects TLS, say), so that npm inside reaches its registry as npm outside
+# does; and npm there is told the bundle, as the host's npm may be.
+share_host_trust() {
+    local root=$1 f
+    compgen -G '/usr/local/share/ca-certificates/*.crt' >/dev/null || return 0
+    as_root mkdir -p "$root/usr/local/share/ca-certificates"
+    for f in /usr/local/share/ca-certificates/*.crt; do
+        as_root cp "$f" "$root/usr/local/share/ca-certificates/"
+    done
+    quietly "update-ca-certificates in $root" \
+        as_root chroot "$root" update-ca-certificates || return 1
+    if [[ -f /etc/npmrc ]] && grep -q '^cafile=' /etc/npmrc; then
+        echo "cafile=/etc/ssl/certs/ca-certificates.crt" | as_root tee "$root/etc/npmrc" >/dev/null
+    fi
+}
+
 # Everything chroot-side for major $1: base system, server, the PostgreSQL 15 copy.
 prepare_chroot() {
     local major=$1 release
     release=$(release_of "$major") || { say "harness: no chroot knows PostgreSQL $major"; return 1; }
     make_base_chroot "$release" &&
         install_server_in_chroot "$major" &&
+        share_host_trust "$CHROOT_CACHE/$release" &&
         prepare_old_install "$CHROOT_CACHE/$release"
 }
 
