@@ -10,8 +10,8 @@
 # with an explicit PG_CONFIG:
 #
 #   make demo      build, install, run the demo on a throwaway cluster
-#   make test      the same, then every suite on PostgreSQL 15 and on the newest major
-#                  (in a Debian chroot, test/harness/versions.sh); ends with
+#   make test      the same, then every suite on PostgreSQL 15, 17 and 19 (the newer
+#                  ones in Debian chroots, test/harness/versions.sh); ends with
 #                  "N passed, N failed"
 #   make test-versions  every suite on every tested major (15, 17, 18, 19)
 #   make bench     the benchmark suite (test/bench/README.md)

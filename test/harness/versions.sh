@@ -21,6 +21,10 @@ DEBIAN_MIRROR=${INBOX_DEBIAN_MIRROR:-http://deb.debian.org/debian}
 HOST_MAJOR=15
 NEWEST_MAJOR=19
 TESTED_MAJORS=(15 17 18 19)
+# What make test runs: the host's, the newest, and 17, the newest whose packaged
+# release can pg_upgrade a cluster of the host's (Debian's 18.6 and 19rc1 predate
+# 15.20 and refuse the column options it writes: test/t/040_pg_upgrade.pl).
+DEFAULT_MAJORS=(15 17 19)
 # Where the copy of PostgreSQL 15 lives inside each chroot, and the install path the
 # pg_upgrade test is given (PostgreSQL::Test::Cluster's install_path: bin/ and lib/).
 OLD_INSTALL_ROOT=/opt/inbox-pg15
