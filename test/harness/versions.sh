@@ -87,7 +87,12 @@ quietly() {
 make_base_chroot() {
     local release=$1 root=$CHROOT_CACHE/$1 scratch
     [[ -f $root/.inbox-base ]] && return 0
-    command -v debootstrap >/dev/null || PACKAGES=(debootstrap) ensure_packages
+    if ! package_installed debootstrap; then
+        local -a saved=("${PACKAGES[@]}")
+        PACKAGES=(debootstrap)
+        ensure_packages
+        PACKAGES=("${saved[@]}")
+    fi
     scratch=$root.partial
     as_root rm -rf -- "$scratch"
     as_root mkdir -p "$CHROOT_CACHE"
