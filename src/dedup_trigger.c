@@ -49,6 +49,7 @@
 #include "claim.h"
 #include "message_id.h"
 #include "registry.h"
+#include "relcache_callbacks.h"
 
 /* What the first row of a statement found out, kept for the rest of it. */
 typedef struct DedupTarget
@@ -112,7 +113,7 @@ dedup_inboxes_init(void)
 	ctl.hcxt = CacheMemoryContext;
 	DedupInboxes = hash_create("idempotent_inbox dedup triggers", 16, &ctl,
 							   HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
-	CacheRegisterRelcacheCallback(dedup_inboxes_invalidate, (Datum) 0);
+	relcache_callback_register(dedup_inboxes_invalidate);
 }
 
 /*

@@ -36,6 +36,7 @@
 #include "inbox.h"
 #include "inbox_shape.h"
 #include "registry.h"
+#include "relcache_callbacks.h"
 #include "retired.h"
 #include "signature.h"
 #include "spi_util.h"
@@ -106,7 +107,7 @@ registry_init(void)
 	ctl.hcxt = CacheMemoryContext;
 	InboxCache = hash_create("idempotent_inbox inboxes", 16, &ctl,
 							 HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
-	CacheRegisterRelcacheCallback(registry_invalidate, (Datum) 0);
+	relcache_callback_register(registry_invalidate);
 }
 
 /*

@@ -24,6 +24,7 @@
 #include "utils/rel.h"
 
 #include "inbox.h"
+#include "relcache_callbacks.h"
 #include "retired.h"
 #include "row_values.h"
 
@@ -77,7 +78,7 @@ row_values_init(void)
 	ctl.hcxt = CacheMemoryContext;
 	Converters = hash_create("idempotent_inbox row converters", 16, &ctl,
 							 HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
-	CacheRegisterRelcacheCallback(forget_converter, (Datum) 0);
+	relcache_callback_register(forget_converter);
 }
 
 static RowConverter *

@@ -28,6 +28,7 @@
 
 #include "adaptive.h"
 #include "inbox.h"
+#include "relcache_callbacks.h"
 #include "retired.h"
 #include "shape_cache.h"
 
@@ -91,7 +92,7 @@ shape_cache_init(void)
 	ctl.hcxt = CacheMemoryContext;
 	ShapeCache = hash_create("idempotent_inbox shapes", 32, &ctl,
 							 HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
-	CacheRegisterRelcacheCallback(forget_shapes, (Datum) 0);
+	relcache_callback_register(forget_shapes);
 	CacheRegisterSyscacheCallback(NAMESPACEOID, forget_all_shapes, (Datum) 0);
 	CacheRegisterSyscacheCallback(OPEROID, forget_all_shapes, (Datum) 0);
 }
