@@ -7,7 +7,9 @@
 # Every node preloads citus and has CREATE EXTENSION citus; the coordinator knows
 # itself (citus_set_coordinator_host) and the workers (citus_add_node).  The nodes
 # reach each other over their Unix sockets: the node name Citus stores is the socket
-# directory.
+# directory, and citus.local_hostname names it too, since a node that connects to
+# itself (a shard move does) would otherwise try localhost over TCP, where the test
+# nodes do not listen.
 package CitusCluster;
 
 use strict;
@@ -33,6 +35,8 @@ max_replication_slots = 10
 # The tests kill nodes on purpose; a worker that crashed must come back.
 restart_after_crash = on
 });
+	$node->append_conf('postgresql.conf',
+		"citus.local_hostname = '" . $node->host . "'");
 	$node->start;
 	$node->safe_psql('postgres', 'CREATE EXTENSION citus');
 	return $node;

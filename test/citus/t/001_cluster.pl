@@ -67,5 +67,24 @@ FROM pg_class WHERE relname ~ '^accounts_[0-9]+$' AND relkind = 'r'});
 }
 is($on_workers, 100, 'the workers\' shards hold every row once');
 
+# A shard moves from one worker to the other (logical replication: wal_level =
+# logical) and the rows stay visible through the coordinator.
+my ($shard, $from) = split /\|/, $coordinator->safe_psql(
+	'postgres', q{
+SELECT shardid, nodeport FROM citus_shards
+ WHERE shardid = get_shard_id_for_distribution_column('accounts', 7)});
+my ($to) = grep { $_->port != $from } @workers;
+$coordinator->safe_psql('postgres',
+	sprintf("SELECT citus_move_shard_placement(%d, '%s', %d, '%s', %d)",
+		$shard, $to->host, $from, $to->host, $to->port));
+is( $coordinator->safe_psql('postgres',
+		"SELECT nodeport FROM citus_shards WHERE shardid = $shard"),
+	$to->port,
+	'a shard moves to the other worker');
+is( $coordinator->safe_psql('postgres',
+		'SELECT count(*), sum(balance) FROM accounts'),
+	'100|5050',
+	'after the move the coordinator still sees every row');
+
 $_->stop for ($coordinator, @workers);
 done_testing();
