@@ -105,8 +105,12 @@ citus_ensure() {
         CITUS_SKIP_REASON="Citus is not installed for PostgreSQL $major, and the Citus release we build (13.2) supports only PostgreSQL ${CITUS_MAJORS[*]}"
         return 1
     fi
-    if ! tarball=$(citus_source) || [[ ! -f $tarball ]]; then
-        CITUS_SKIP_REASON="Citus is not installed ($("$pg_config" --pkglibdir)/citus.so is missing) and its source is not here: set INBOX_CITUS_SOURCE to a citus-*.tar.gz, or put one in shared/deps/citus/"
+    if ! tarball=$(citus_source); then
+        CITUS_SKIP_REASON="Citus is not installed ($("$pg_config" --pkglibdir)/citus.so is missing) and its source is not here: set INBOX_CITUS_SOURCE to a citus-*.tar.gz, or put one in shared/deps/citus/ beside the checkout"
+        return 1
+    fi
+    if [[ ! -f $tarball ]]; then
+        CITUS_SKIP_REASON="Citus is not installed ($("$pg_config" --pkglibdir)/citus.so is missing) and INBOX_CITUS_SOURCE=$tarball does not exist"
         return 1
     fi
     citus_ensure_build_packages
