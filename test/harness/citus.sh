@@ -21,6 +21,9 @@ CITUS_MAJORS=(15 16 17)
 # Building Citus needs these besides the server's headers (its README).
 CITUS_BUILD_PACKAGES=(liblz4-dev libzstd-dev libkrb5-dev)
 CITUS_SKIP_REASON=""
+# Set when Citus's source was at hand but building or installing it failed: that is a
+# failure of the suite, not a reason to skip it.
+CITUS_FAILED=0
 
 # The source tarball: INBOX_CITUS_SOURCE, or the newest citus-*.tar.gz in a
 # shared/deps/citus/ found in the checkout's parent directories (shared/ lies beside the
@@ -40,18 +43,6 @@ citus_source() {
     done
     [[ -n $found ]] || return 1
     printf '%s\n' "$found"
-}
-
-# Run a step quietly, showing the tail of its output only when it fails (versions.sh
-# has the same as quietly; this file must not need versions.sh).
-citus_quietly() {
-    local what=$1 out
-    shift
-    if ! out=$("$@" 2>&1); then
-        printf '%s\n' "$out" | tail -n 40 >&2
-        say "harness: $what failed"
-        return 1
-    fi
 }
 
 # Citus is installed for pg_config $1 when both its library and its control file are.
@@ -79,18 +70,9 @@ citus_build() {
         fi
     done
     # libcurl is only for Citus's anonymous usage statistics.
-    citus_quietly "configuring Citus" \
+    quietly "configuring Citus" \
         as_root env -C "$dest" ./configure --without-libcurl PG_CONFIG="$pg_config" &&
-        citus_quietly "building Citus" as_root make -C "$dest" -j"$jobs"
-}
-
-# ensure_packages for the build's packages only.  (`PACKAGES=(a b) ensure_packages`
-# would not do: bash makes a prefix assignment of a list one string, "(a b)".)
-citus_ensure_build_packages() {
-    local -a saved=("${PACKAGES[@]}")
-    PACKAGES=("${CITUS_BUILD_PACKAGES[@]}")
-    ensure_packages
-    PACKAGES=("${saved[@]}")
+        quietly "building Citus" as_root make -C "$dest" -j"$jobs"
 }
 
 # Citus installed for pg_config $1: already there, or installed from the cached build,
@@ -99,6 +81,7 @@ citus_ensure_build_packages() {
 citus_ensure() {
     local pg_config=$1 major version tarball name dir lock started
     CITUS_SKIP_REASON=""
+    CITUS_FAILED=0
     citus_installed "$pg_config" && return 0
     major=$("$pg_config" --version | sed -E 's/^PostgreSQL ([0-9]+).*/\1/')
     if [[ " ${CITUS_MAJORS[*]} " != *" $major "* ]]; then
@@ -113,7 +96,7 @@ citus_ensure() {
         CITUS_SKIP_REASON="Citus is not installed ($("$pg_config" --pkglibdir)/citus.so is missing) and INBOX_CITUS_SOURCE=$tarball does not exist"
         return 1
     fi
-    citus_ensure_build_packages
+    ensure_these_packages "${CITUS_BUILD_PACKAGES[@]}"
     version=$(citus_pg_version "$pg_config")
     name=$(basename "$tarball" .tar.gz)
     dir=$CITUS_CACHE/$version/$name
@@ -132,6 +115,7 @@ citus_ensure() {
         if ! citus_build "$pg_config" "$tarball" "$dir"; then
             exec {CITUS_LOCK_FD}>&-
             CITUS_SKIP_REASON="building $name from $tarball failed (see above)"
+            CITUS_FAILED=1
             return 1
         fi
         as_root touch "$dir/.inbox-built"
@@ -139,14 +123,16 @@ citus_ensure() {
     fi
     # The cached tree was configured for some server of this version; PG_CONFIG on the
     # command line installs it into this one (a relocated copy, say).
-    if ! citus_quietly "installing Citus" as_root make -C "$dir" PG_CONFIG="$pg_config" install; then
+    if ! quietly "installing Citus" as_root make -C "$dir" PG_CONFIG="$pg_config" install; then
         exec {CITUS_LOCK_FD}>&-
         CITUS_SKIP_REASON="make install of the cached $name build in $dir failed (see above)"
+        CITUS_FAILED=1
         return 1
     fi
     exec {CITUS_LOCK_FD}>&-
     citus_installed "$pg_config" || {
         CITUS_SKIP_REASON="$name was installed from $dir but citus.so or citus.control is still missing for $pg_config"
+        CITUS_FAILED=1
         return 1
     }
 }

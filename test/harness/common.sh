@@ -43,6 +43,17 @@ CLUSTER_UP=0
 say() { printf '%s\n' "$@"; }
 die() { printf 'error: %s\n' "$*" >&2; exit 1; }
 
+# Run a step quietly, showing the tail of its output only when it fails.
+quietly() {
+    local what=$1 out
+    shift
+    if ! out=$("$@" 2>&1); then
+        printf '%s\n' "$out" | tail -n 40 >&2
+        say "harness: $what failed"
+        return 1
+    fi
+}
+
 # Privileged steps: root runs them directly, anyone else through sudo.
 as_root() {
     if ((EUID == 0)); then
@@ -110,6 +121,18 @@ ensure_packages() {
         printf '%s\n' "$out" >&2
         die "apt-get could not install ${missing[*]}"
     fi
+}
+
+# ensure_packages for the packages named, and those only.  (`PACKAGES=(a b)
+# ensure_packages` would not do: bash makes a list assigned before a command one
+# string, "(a b)".)
+ensure_these_packages() {
+    local -a saved=("${PACKAGES[@]}") saved_commands=("${COMMAND_PACKAGES[@]}")
+    PACKAGES=("$@")
+    COMMAND_PACKAGES=()
+    ensure_packages
+    PACKAGES=("${saved[@]}")
+    COMMAND_PACKAGES=("${saved_commands[@]}")
 }
 
 # /tmp rather than $TMPDIR: postgres must be able to reach the copy, and a per-user

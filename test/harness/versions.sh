@@ -71,28 +71,12 @@ in_chroot() {
     ' in_chroot "$root" "$REPO_ROOT" "$CHROOT_REPO" "$@"
 }
 
-# Run a step quietly, showing its output only when it fails.
-quietly() {
-    local what=$1 out
-    shift
-    if ! out=$("$@" 2>&1); then
-        printf '%s\n' "$out" | tail -n 40 >&2
-        say "harness: $what failed"
-        return 1
-    fi
-}
-
 # The base system of release $1, made in a scratch directory and renamed into place
 # only when complete, so that an interrupted run never leaves a half-made chroot.
 make_base_chroot() {
     local release=$1 root=$CHROOT_CACHE/$1 scratch
     [[ -f $root/.inbox-base ]] && return 0
-    if ! package_installed debootstrap; then
-        local -a saved=("${PACKAGES[@]}")
-        PACKAGES=(debootstrap)
-        ensure_packages
-        PACKAGES=("${saved[@]}")
-    fi
+    ensure_these_packages debootstrap
     scratch=$root.partial
     as_root rm -rf -- "$scratch"
     as_root mkdir -p "$CHROOT_CACHE"
