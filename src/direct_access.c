@@ -18,6 +18,9 @@
  *	partitions					partitioned tables and partitions (whose
  *								partition constraint the executor checks): SQL
  *	other relation kinds		views, foreign and other tables: SQL (or error)
+ *	Citus tables				a distributed or reference table is an empty
+ *								shell whose rows live in shards: SQL, which
+ *								Citus routes (citus_tables.c)
  *	persistence					temporary and unlogged tables: SQL
  *	CHECK constraints			any: SQL
  *	generated columns			any: SQL
@@ -59,6 +62,7 @@
  *	relation kind				a plain table with storage: a partitioned table's
  *								rows live in its partitions and its indexes have
  *								none; the executor routes
+ *	Citus tables				a shell, read through SQL, which Citus routes
  *	temporary					only this session's (shape_open refuses others')
  *	index						a valid btree unique index of this very table
  *	inheritance					the index holds the table's own rows only, as ON
@@ -90,6 +94,7 @@
 
 #include "compat.h"
 #include "inbox.h"
+#include "citus_tables.h"
 #include "direct_access.h"
 
 /* Does the table have an index whose uniqueness is checked only later? */
@@ -125,6 +130,8 @@ direct_access_possible(Relation rel, const AttrNumber *filled, int nfilled)
 
 	if (rel->rd_rel->relkind != RELKIND_RELATION || rel->rd_rel->relispartition ||
 		rel->rd_rel->relpersistence != RELPERSISTENCE_PERMANENT)
+		return false;
+	if (citus_table(RelationGetRelid(rel)))
 		return false;
 	if (rel->trigdesc != NULL || rel->rd_rules != NULL || rel->rd_rel->relrowsecurity)
 		return false;
@@ -272,7 +279,8 @@ direct_access_fetch_allowed(Relation rel)
 	return rel->rd_rel->relkind == RELKIND_RELATION &&
 		!RELATION_IS_OTHER_TEMP(rel) &&
 		pg_class_aclcheck(relid, GetUserId(), ACL_SELECT) == ACLCHECK_OK &&
-		check_enable_rls(relid, InvalidOid, true) != RLS_ENABLED;
+		check_enable_rls(relid, InvalidOid, true) != RLS_ENABLED &&
+		!citus_table(relid);
 }
 
 /* The items of the list of reads that direct_access_fetch itself relies on. */

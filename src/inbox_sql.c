@@ -56,22 +56,29 @@ static const StatementTemplate templates[SQL_NUM_STATEMENTS] = {
 		"RETURNING message_id",
 		1, {KEY}
 	},
+	/*
+	 * The batch statements return their rows through a CTE: on a Citus table an
+	 * INSERT ... SELECT run through SPI reports more rows processed than it
+	 * returns, which SPI takes for an internal error; a SELECT's count is its rows.
+	 */
 	[SQL_CLAIM_MANY] = {
-		"INSERT INTO %1$s (message_id) "
+		"WITH fresh AS (INSERT INTO %1$s (message_id) "
 		"SELECT u.id FROM pg_catalog.unnest($1) AS u(id) ORDER BY 1 "
-		"ON CONFLICT (message_id) DO NOTHING RETURNING message_id",
+		"ON CONFLICT (message_id) DO NOTHING RETURNING message_id) "
+		"SELECT message_id FROM fresh",
 		1, {KEYS}
 	},
 	/* Expired claims in the batch are claimed afresh; DISTINCT as a row is updated once. */
 	[SQL_CLAIM_MANY_WINDOW] = {
-		"INSERT INTO %1$s AS i (message_id) "
+		"WITH fresh AS (INSERT INTO %1$s AS i (message_id) "
 		"SELECT DISTINCT u.id FROM pg_catalog.unnest($1) AS u(id) ORDER BY 1 "
 		"ON CONFLICT (message_id) DO UPDATE SET claimed_at = pg_catalog.now(), "
 		"fingerprint = NULL, result = NULL, token = NULL, lease_until = NULL, "
 		"holder_pid = NULL, holder_started = NULL "
 		"WHERE i.claimed_at OPERATOR(pg_catalog.<) $2 "
 		"AND (i.lease_until IS NULL OR i.lease_until OPERATOR(pg_catalog.<=) $3) "
-		"RETURNING message_id",
+		"RETURNING message_id) "
+		"SELECT message_id FROM fresh",
 		3, {KEYS, TIMESTAMPTZOID, TIMESTAMPTZOID}, NEEDS_LEASE_COLUMNS
 	},
 	[SQL_CLAIM_FULL] = {
