@@ -128,7 +128,7 @@ install_server_in_chroot() {
             packages+=(libpq5 libpq-dev)
             packages=("${packages[@]/%//experimental}")
         fi
-        apt-get install -y -q --no-install-recommends "${packages[@]}" make gcc
+        apt-get install -y -q --no-install-recommends "${packages[@]}" make gcc ca-certificates
         if apt-cache show "postgresql-$major-pgtap" >/dev/null 2>&1; then
             apt-get install -y -q --no-install-recommends "postgresql-$major-pgtap"
         else
@@ -204,6 +204,10 @@ copy_missing_libraries() {
 share_host_trust() {
     local root=$1 f
     compgen -G '/usr/local/share/ca-certificates/*.crt' >/dev/null || return 0
+    if [[ ! -x $root/usr/sbin/update-ca-certificates ]]; then
+        quietly "installing ca-certificates in $root" in_chroot "$root" env DEBIAN_FRONTEND=noninteractive \
+            apt-get install -y -q --no-install-recommends ca-certificates || return 1
+    fi
     as_root mkdir -p "$root/usr/local/share/ca-certificates"
     for f in /usr/local/share/ca-certificates/*.crt; do
         as_root cp "$f" "$root/usr/local/share/ca-certificates/"
