@@ -24,6 +24,9 @@ use IPC::Run;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use FindBin;
+use lib "$FindBin::RealBin/../perl";
+use Payments;
 
 my $schema = q{
 CREATE EXTENSION idempotent_inbox;
@@ -32,21 +35,6 @@ CREATE TABLE accounts (id int PRIMARY KEY, balance bigint NOT NULL);
 INSERT INTO accounts VALUES (1, 0);
 CREATE TABLE ledger (message_id text, amount int);
 };
-
-# The effect: credit account 1 and note which message did it, so a double
-# application shows per message and not only in the sum.
-my $effect =
-  'WITH credit AS (UPDATE accounts SET balance = balance + $2 WHERE id = 1) '
-  . 'INSERT INTO ledger VALUES ($1, $2)';
-
-# Message m<n> credits n.
-sub deliver_sql
-{
-	my ($n) = @_;
-	return "SELECT inbox.claim_apply('payments', 'm$n', '$effect', 'm$n', $n)";
-}
-
-sub sum_of { my $s = 0; $s += $_ foreach @_; return $s; }
 
 # A primary with the extension preloaded, and a standby made from its backup.
 sub make_pair

@@ -17,6 +17,9 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use FindBin;
+use lib "$FindBin::RealBin/../perl";
+use Payments;
 
 my $publisher = PostgreSQL::Test::Cluster->new('publisher');
 $publisher->init(allows_streaming => 'logical');
@@ -28,19 +31,6 @@ $subscriber->start;
 
 sub pub { return $publisher->safe_psql('postgres', $_[0]); }
 sub sub_ { return $subscriber->safe_psql('postgres', $_[0]); }
-
-my $effect =
-  'WITH credit AS (UPDATE accounts SET balance = balance + $2 WHERE id = 1) '
-  . 'INSERT INTO ledger VALUES ($1, $2)';
-
-# Message m<n> credits n.
-sub deliver_sql
-{
-	my ($n) = @_;
-	return "SELECT inbox.claim_apply('payments', 'm$n', '$effect', 'm$n', $n)";
-}
-
-sub sum_of { my $s = 0; $s += $_ foreach @_; return $s; }
 
 # The same tables on both sides; the inboxes made by create_inbox on each, so
 # that each registry knows them.  events is a sink fed only by replication on
