@@ -78,11 +78,15 @@ make_base_chroot() {
     [[ -f $root/.inbox-base ]] && return 0
     ensure_these_packages debootstrap
     scratch=$root.partial
-    as_root rm -rf -- "$scratch"
+    # --one-file-system: never reach into something mounted in a half-made chroot.
+    as_root rm -rf --one-file-system -- "$scratch"
     as_root mkdir -p "$CHROOT_CACHE"
     say "harness: debootstrap $(base_release_of "$release") into $root (about a minute)"
+    # debootstrap mounts /proc in its target; in a private mount namespace that mount
+    # goes when debootstrap does, even when it is killed.
     quietly "debootstrap of $release" \
-        as_root debootstrap --variant=minbase "$(base_release_of "$release")" "$scratch" \
+        as_root unshare --mount --propagation private -- \
+        debootstrap --variant=minbase "$(base_release_of "$release")" "$scratch" \
         "$DEBIAN_MIRROR" || return 1
     # shellcheck disable=SC2016  # expanded by the inner shell
     as_root bash -c '
@@ -151,7 +155,7 @@ prepare_old_install() {
     local root=$1 dest out
     dest=$root$OLD_INSTALL_ROOT
     if [[ ! -f $dest/.inbox-copied ]]; then
-        as_root rm -rf -- "$dest"
+        as_root rm -rf --one-file-system -- "$dest"
         as_root mkdir -p "$dest/usr/lib/postgresql" "$dest/usr/share/postgresql"
         as_root cp -a "/usr/lib/postgresql/$HOST_MAJOR" "$dest/usr/lib/postgresql/"
         as_root cp -a "/usr/share/postgresql/$HOST_MAJOR" "$dest/usr/share/postgresql/"
