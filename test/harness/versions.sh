@@ -241,6 +241,7 @@ run_suites_in_chroot() {
     [[ -L $root/usr/share/postgresql/$major/extension/pgtap.control ]] ||
         pgtap_package="postgresql-$major-pgtap"
     in_chroot "$root" env INBOX_PG_MAJOR="$major" INBOX_PGTAP_PACKAGE="$pgtap_package" \
+        INBOX_CITUS_SKIP="the Citus suite runs on the host's PostgreSQL $HOST_MAJOR only" \
         INBOX_UPGRADE_OLD_INSTALL="$OLD_INSTALL_PATH" ${INBOX_TEST_PORT:+INBOX_TEST_PORT=$INBOX_TEST_PORT} \
         bash "$CHROOT_REPO/test/harness/suites"
 }
