@@ -16,6 +16,7 @@
 #include "utils/lsyscache.h"
 
 #include "inbox.h"
+#include "citus_tables.h"
 #include "inbox_sql.h"
 #include "spi_util.h"
 
@@ -43,7 +44,17 @@ typedef struct StatementTemplate
 	int			nargs;
 	Oid			argtypes[MAX_PARAMS];
 	bool		lease_columns;
+	bool		cte_on_citus;	/* see RETURNED_BY_CTE */
 } StatementTemplate;
+
+/*
+ * On a Citus table an INSERT ... SELECT run through SPI reports more rows
+ * processed than it returns, which SPI takes for an internal error ("consistency
+ * check on SPI tuple count failed"); a SELECT's count is its rows.  So there, and
+ * only there (elsewhere the CTE costs a few per cent), such a statement returns
+ * its rows through a CTE.
+ */
+#define RETURNED_BY_CTE true
 
 /*
  * A lease row is (token, lease_until, holder_pid, holder_started); a plain claim
@@ -56,30 +67,24 @@ static const StatementTemplate templates[SQL_NUM_STATEMENTS] = {
 		"RETURNING message_id",
 		1, {KEY}
 	},
-	/*
-	 * The batch statements return their rows through a CTE: on a Citus table an
-	 * INSERT ... SELECT run through SPI reports more rows processed than it
-	 * returns, which SPI takes for an internal error; a SELECT's count is its rows.
-	 */
+	/* Batches: see RETURNED_BY_CTE. */
 	[SQL_CLAIM_MANY] = {
-		"WITH fresh AS (INSERT INTO %1$s (message_id) "
+		"INSERT INTO %1$s (message_id) "
 		"SELECT u.id FROM pg_catalog.unnest($1) AS u(id) ORDER BY 1 "
-		"ON CONFLICT (message_id) DO NOTHING RETURNING message_id) "
-		"SELECT message_id FROM fresh",
-		1, {KEYS}
+		"ON CONFLICT (message_id) DO NOTHING RETURNING message_id",
+		1, {KEYS}, false, RETURNED_BY_CTE
 	},
 	/* Expired claims in the batch are claimed afresh; DISTINCT as a row is updated once. */
 	[SQL_CLAIM_MANY_WINDOW] = {
-		"WITH fresh AS (INSERT INTO %1$s AS i (message_id) "
+		"INSERT INTO %1$s AS i (message_id) "
 		"SELECT DISTINCT u.id FROM pg_catalog.unnest($1) AS u(id) ORDER BY 1 "
 		"ON CONFLICT (message_id) DO UPDATE SET claimed_at = pg_catalog.now(), "
 		"fingerprint = NULL, result = NULL, token = NULL, lease_until = NULL, "
 		"holder_pid = NULL, holder_started = NULL "
 		"WHERE i.claimed_at OPERATOR(pg_catalog.<) $2 "
 		"AND (i.lease_until IS NULL OR i.lease_until OPERATOR(pg_catalog.<=) $3) "
-		"RETURNING message_id) "
-		"SELECT message_id FROM fresh",
-		3, {KEYS, TIMESTAMPTZOID, TIMESTAMPTZOID}, NEEDS_LEASE_COLUMNS
+		"RETURNING message_id",
+		3, {KEYS, TIMESTAMPTZOID, TIMESTAMPTZOID}, NEEDS_LEASE_COLUMNS, RETURNED_BY_CTE
 	},
 	[SQL_CLAIM_FULL] = {
 		"INSERT INTO %1$s (message_id, fingerprint, token, lease_until, holder_pid, holder_started) "
@@ -168,6 +173,7 @@ inbox_sql_plan(InboxInfo *inbox, InboxStatement which)
 {
 	const StatementTemplate *t = &templates[which];
 	Oid			argtypes[MAX_PARAMS];
+	char	   *sql;
 
 	if (inbox->plans[which] != NULL)
 		return inbox->plans[which];
@@ -185,8 +191,10 @@ inbox_sql_plan(InboxInfo *inbox, InboxStatement which)
 		else
 			argtypes[i] = t->argtypes[i];
 	}
-	inbox->plans[which] = spi_prepare_kept(psprintf(t->sql, inbox->qualname),
-										   t->nargs, argtypes);
+	sql = psprintf(t->sql, inbox->qualname);
+	if (t->cte_on_citus && citus_table(inbox->relid))
+		sql = psprintf("WITH returned AS (%s) SELECT message_id FROM returned", sql);
+	inbox->plans[which] = spi_prepare_kept(sql, t->nargs, argtypes);
 	return inbox->plans[which];
 }
 
