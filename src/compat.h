@@ -1,7 +1,7 @@
 /*
  * compat.h
  *		Every difference between the PostgreSQL versions we build against: 15 to 19
- *		(16 builds but is not tested: no Debian release packages it).
+ *		(16 is not built here: no Debian release packages it).
  *
  * Code elsewhere calls the names defined here and never tests PG_VERSION_NUM itself.
  */
@@ -9,9 +9,6 @@
 #define INBOX_COMPAT_H
 
 #include "postgres.h"
-
-#include "parser/analyze.h"
-#include "utils/guc.h"
 
 #if PG_VERSION_NUM < 150000
 #error "idempotent_inbox needs PostgreSQL 15 or later"
@@ -104,9 +101,9 @@ compat_table_ownercheck(Oid relid, Oid roleid)
 
 /*
  * Index insertion with an arbiter index, as speculative insertion does it; 16
- * added onlySummarizing, and 19 folded the booleans into flags.  After a non-HOT update the new entries are inserted as
- * for a fresh row: "update" is only a hint for bottom-up deletion, and computing
- * it needs a range table we do not have.
+ * added onlySummarizing, and 19 folded the booleans into flags.  After a non-HOT
+ * update the new entries are inserted as for a fresh row: "update" is only a hint
+ * for bottom-up deletion, and computing it needs a range table we do not have.
  */
 #include "executor/executor.h"
 #if PG_VERSION_NUM >= 190000

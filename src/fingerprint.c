@@ -18,7 +18,6 @@
 #include "utils/jsonb.h"
 #include "utils/numeric.h"
 
-#include "compat.h"
 #include "inbox.h"
 #include "fingerprint.h"
 #include "message_id.h"

@@ -6,8 +6,8 @@
 #include "postgres.h"
 
 #include "fmgr.h"
+#include "utils/guc.h"
 
-#include "compat.h"
 #include "adaptive.h"
 #include "inbox.h"
 #include "purge_worker.h"

@@ -44,7 +44,6 @@
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 
-#include "compat.h"
 #include "inbox.h"
 #include "spi_util.h"
 #include "statement_cache.h"
