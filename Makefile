@@ -15,6 +15,7 @@
 #                  "N passed, N failed"
 #   make test-versions  every suite on every tested major (15, 17, 18, 19)
 #   make bench     the benchmark suite (test/bench/README.md)
+#   make bench-citus  its Citus section: a coordinator and two workers
 #   make fuzz      the long fuzz run (test/fuzz/README.md)
 #   make valgrind  regress and isolation under valgrind
 #
@@ -61,7 +62,7 @@ include $(PGXS)
 $(OBJS): $(wildcard src/*.h)
 
 # The harness: scripts that need no PGXS variable, so that they run before pg_config exists.
-.PHONY: demo test test-versions bench fuzz valgrind
+.PHONY: demo test test-versions bench bench-citus fuzz valgrind
 
 demo:
 	@bash test/harness/demo
@@ -74,6 +75,9 @@ test-versions:
 
 bench:
 	@bash test/harness/bench
+
+bench-citus:
+	@BENCH_ONLY=citus bash test/harness/bench
 
 fuzz:
 	@bash test/fuzz/run

@@ -1,0 +1,226 @@
+# shellcheck shell=bash
+#
+# The Citus section of the benchmark (BENCH_ONLY=citus, or make bench-citus): what a
+# delegated consumer using inbox.claim_apply_sharded costs next to a hand-written
+# delegated function, and next to the same work through the coordinator with an inbox
+# that is not co-located with the accounts (two-phase commit); and how many messages
+# each worker applies with one worker and with two.  Sourced by run; see README.md.
+#
+# A coordinator and two workers, each its own cluster in the run's temp dir, reachable
+# over their sockets there (the node name Citus stores is that directory, as in
+# test/citus/CitusCluster.pm).  fsync stays on, as on the single-node bench cluster.
+
+# shellcheck source-path=SCRIPTDIR source=../harness/citus.sh
+source "$BENCH_DIR/../harness/citus.sh"
+
+CITUS_PRELOAD=$((100000 / SCALE))  # claims preloaded into each inbox for redeliveries
+CITUS_CLIENTS=8                    # pgbench clients of the throughput runs
+declare -A NODE_PORT=()            # coordinator, worker1, worker2 -> port
+declare -A CMED=()                 # medians of the last citus_compare
+CNOISE=""                          # and its largest spread
+
+# One node: initdb, the configuration, start, CREATE EXTENSION citus.  $1 its name.
+start_citus_node() {
+    local name=$1 out port
+    port=$(pick_port)
+    if ! out=$(as_postgres initdb -D "$TMP_ROOT/$name" -A trust -U postgres \
+                   -E UTF8 --locale=C 2>&1); then
+        printf '%s\n' "$out" >&2
+        die "initdb of the Citus $name failed"
+    fi
+    # Three servers share the machine: a smaller shared_buffers each than the
+    # single-node bench cluster's.  Citus commits a transaction that wrote on two
+    # workers with two-phase commit, hence the prepared transactions.
+    as_postgres tee -a "$TMP_ROOT/$name/postgresql.conf" >/dev/null <<EOF
+port = $port
+listen_addresses = ''
+unix_socket_directories = '$TMP_ROOT'
+fsync = on
+synchronous_commit = on
+shared_buffers = 128MB
+max_wal_size = 4GB
+checkpoint_timeout = 30min
+shared_preload_libraries = 'citus'
+max_prepared_transactions = 100
+citus.local_hostname = '$TMP_ROOT'
+EOF
+    CLUSTER_UP=1
+    if ! as_postgres pg_ctl -D "$TMP_ROOT/$name" -l "$TMP_ROOT/$name.log" -w -t 60 -s start; then
+        as_postgres cat "$TMP_ROOT/$name.log" >&2 || true
+        die "the Citus $name did not start"
+    fi
+    NODE_PORT[$name]=$port
+    sql -h "$TMP_ROOT" -p "$port" -c 'CREATE EXTENSION citus'
+}
+
+start_citus_cluster() {
+    local w
+    if ! citus_ensure "$PG_CONFIG"; then
+        die "the citus section needs Citus: $CITUS_SKIP_REASON"
+    fi
+    start_citus_node coordinator
+    start_citus_node worker1
+    start_citus_node worker2
+    PORT=${NODE_PORT[coordinator]}         # sql and pgbench talk to the coordinator
+    sql -c "SELECT citus_set_coordinator_host('$TMP_ROOT', $PORT)" >/dev/null
+    for w in worker1 worker2; do
+        sql -c "SELECT citus_add_node('$TMP_ROOT', ${NODE_PORT[$w]})" >/dev/null
+    done
+    if [[ $(stat -f -c %T "$TMP_ROOT") == tmpfs ]]; then
+        say "warning: $TMP_ROOT is on tmpfs, so synchronous_commit=on flushes nothing"
+    fi
+}
+
+# synchronous_commit $1 on every node: a delegated call commits on the worker, in a
+# session the coordinator opened, which PGOPTIONS does not reach.
+citus_sync() {
+    local name
+    for name in "${!NODE_PORT[@]}"; do
+        sql -h "$TMP_ROOT" -p "${NODE_PORT[$name]}" -c "ALTER SYSTEM SET synchronous_commit = $1" \
+            -c 'SELECT pg_reload_conf()' >/dev/null
+    done
+}
+
+# Runs the variants of one configuration interleaved in rotating order, as compare
+# does, into CMED (median messages/s of each variant) and CNOISE (the largest spread).
+# A variant is script:workers, e.g. citus_ext:1.  $1 clients, $2 synchronous_commit
+# (set on every node beforehand by citus_sync), $3 extra pgbench options.
+citus_compare() {
+    local clients=$1 sync=$2 extra=$3
+    shift 3
+    local variants=("$@") n=$# rep i v m noise=0
+    declare -A tps=()
+    for ((rep = 0; rep < REPS; rep++)); do
+        for ((i = 0; i < n; i++)); do
+            v=${variants[(i + rep) % n]}
+            # shellcheck disable=SC2086
+            tps[$v]+="$(pgbench_tps "${v%:*}" "$clients" "$sync" prepared -T "$SECONDS_PER_RUN" \
+                        -D workers="${v#*:}" -D preload="$CITUS_PRELOAD" $extra) "
+        done
+    done
+    CMED=()
+    for v in "${variants[@]}"; do
+        # shellcheck disable=SC2086
+        CMED[$v]=$(median ${tps[$v]})
+        # shellcheck disable=SC2086
+        m=$(spread ${tps[$v]})
+        ((m <= noise)) || noise=$m
+    done
+    if ((REPS > 1)); then CNOISE=$noise%; else CNOISE=-; fi
+}
+
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", (b > 0 ? a / b : 0) }'; }
+
+# The remote commands the coordinator issues for one call of $1 (an SQL statement),
+# after a first call in the same session has opened the connections: prints
+# "<commands> commands, <n> PREPARE TRANSACTION".
+remote_commands() {
+    local out
+    out=$(sql -c "$1" -c 'SET citus.log_remote_commands = on' \
+              -c 'SET client_min_messages = log' -c "$2" 2>&1 >/dev/null) ||
+        die "the call failed: $out"
+    printf '%s commands, %s PREPARE TRANSACTION\n' \
+        "$(grep -c 'issuing' <<<"$out" || true)" "$(grep -c 'PREPARE TRANSACTION' <<<"$out" || true)"
+}
+
+# Each applied message added 1 to one balance and wrote one claim; preloaded claims
+# applied nothing.  So each group's balances add up to its inboxes' claims beyond the
+# preload; anything else means a message was applied twice or without its claim.
+check_citus_effects() {
+    local out b1 c1 b2 c2
+    out=$(sql -F ' ' -c "
+        SELECT (SELECT sum(balance) FROM accounts_1w),
+               (SELECT count(*) FROM payments_inbox_1w) + (SELECT count(*) FROM hand_inbox_1w)
+                   - 2 * $CITUS_PRELOAD,
+               (SELECT sum(balance) FROM accounts),
+               (SELECT count(*) FROM payments_inbox) + (SELECT count(*) FROM hand_inbox)
+                   + (SELECT count(*) FROM noncoloc_inbox) - 3 * $CITUS_PRELOAD")
+    read -r b1 c1 b2 c2 <<<"$out"
+    line "  effects applied / fresh claims (must be equal): one worker $b1 / $c1," \
+        "two workers $b2 / $c2"
+    [[ $b1 == "$c1" && $b2 == "$c2" ]] || die "a message was applied twice or without its claim"
+}
+
+citus_section() {
+    say "" "Citus: a coordinator and two workers on this machine; messages/s through the coordinator," \
+        "$CITUS_CLIENTS clients unless it says c=1, prepared.  ext = SELECT consume(acct, id, 1), a function" \
+        "delegated to the worker of the account's shard that calls inbox.claim_apply_sharded on a" \
+        "co-located inbox; hand = the hand-written delegated function (INSERT ... ON CONFLICT DO NOTHING," \
+        "then the UPDATE); noncoloc = inbox.claim_apply on an inbox distributed by message_id, run on" \
+        "the coordinator (claim and effect on different workers for about half the messages: 2PC)." \
+        "1w = every shard on worker 1; 2w = shards over both workers."
+    say "setting up Citus and loading $CITUS_PRELOAD claims into each inbox..."
+    sql -v host="$TMP_ROOT" -v worker2="${NODE_PORT[worker2]}" -v preload="$CITUS_PRELOAD" \
+        -f "$SCRIPTS/setup_citus.sql" >/dev/null
+    local cross
+    cross=$(sql -c "
+        WITH node AS (SELECT p.shardid, p.groupid FROM pg_dist_placement p)
+        SELECT round(100.0 * count(*) FILTER (WHERE a.groupid <> i.groupid) / count(*))
+          FROM generate_series(1000000001, 1000010000) g
+          JOIN node a ON a.shardid = get_shard_id_for_distribution_column('accounts', 1 + g % 1000)
+          JOIN node i ON i.shardid = get_shard_id_for_distribution_column('noncoloc_inbox', g::text)")
+    local v
+    for v in citus_ext:1 citus_hand:1 citus_ext:2 citus_hand:2 citus_noncoloc:2; do
+        pgbench_tps "${v%:*}" 2 on prepared -T 1 -D workers="${v#*:}" \
+            -D preload="$CITUS_PRELOAD" -D dup_pct=90 >/dev/null
+    done
+
+    # A message whose claim and account lie on different workers, for the 2PC check.
+    local far
+    far=$(sql -c "
+        SELECT g FROM generate_series(2000000001, 2000001000) g
+         WHERE (SELECT groupid FROM pg_dist_placement
+                 WHERE shardid = get_shard_id_for_distribution_column('accounts', 1 + g % 1000))
+            <> (SELECT groupid FROM pg_dist_placement
+                 WHERE shardid = get_shard_id_for_distribution_column('noncoloc_inbox', g::text))
+         LIMIT 1")
+    line "  remote commands for one fresh message (citus.log_remote_commands):"
+    # Real messages (fresh ids, their effects applied), so that check_citus_effects holds.
+    local apply="'UPDATE accounts SET balance = balance + \$1 WHERE id = \$2', 1"
+    line "    ext       $(remote_commands "SELECT consume(1, 'w1', 1)" "SELECT consume(42, 'r1', 1)")"
+    line "    hand      $(remote_commands "SELECT consume_hand(1, 'w1', 1)" \
+                          "SELECT consume_hand(42, 'r1', 1)")"
+    line "    noncoloc  $(remote_commands \
+        "SELECT inbox.claim_apply('noncoloc_inbox', 'w1', $apply, 1::bigint)" \
+        "SELECT inbox.claim_apply('noncoloc_inbox', '$far', $apply, $((1 + far % 1000))::bigint)")" \
+        "(claim and account on different workers; $cross% of the fresh messages are)"
+
+    # The configurations: label, clients, synchronous_commit, dup_pct.
+    local cfg label clients sync dup rows1=() rows2=()
+    for cfg in "fresh c=8 sync=on|8 on 0" "fresh c=8 sync=off|8 off 0" "fresh c=1 sync=on|1 on 0"; do
+        label=${cfg%%|*}
+        read -r clients sync dup <<<"${cfg#*|}"
+        citus_sync "$sync"
+        citus_compare "$clients" "$sync" "-D dup_pct=$dup" \
+            citus_ext:2 citus_hand:2 citus_noncoloc:2 citus_ext:1 citus_hand:1
+        rows2+=("$(printf '%-24s %10.0f %10.0f %12.0f %10s %13s %7s' "$label" \
+            "${CMED[citus_ext:2]}" "${CMED[citus_hand:2]}" "${CMED[citus_noncoloc:2]}" \
+            "$(ratio "${CMED[citus_ext:2]}" "${CMED[citus_hand:2]}")" \
+            "$(ratio "${CMED[citus_ext:2]}" "${CMED[citus_noncoloc:2]}")" "$CNOISE")")
+        rows1+=("$(printf '%-24s %10.0f %10.0f %10.0f %10.0f %10s %10s %10s %10s %7s' "$label" \
+            "${CMED[citus_ext:1]}" "$(ratio "${CMED[citus_ext:2]}" 2)" \
+            "${CMED[citus_hand:1]}" "$(ratio "${CMED[citus_hand:2]}" 2)" \
+            "$(ratio "${CMED[citus_ext:2]}" "${CMED[citus_ext:1]}")" \
+            "$(ratio "${CMED[citus_hand:2]}" "${CMED[citus_hand:1]}")" \
+            "$(ratio "${CMED[citus_ext:1]}" "${CMED[citus_hand:1]}")" \
+            "$(ratio "${CMED[citus_ext:2]}" "${CMED[citus_hand:2]}")" "$CNOISE")")
+    done
+    # Redeliveries: two workers only.
+    citus_sync on
+    citus_compare "$CITUS_CLIENTS" on "-D dup_pct=90" citus_ext:2 citus_hand:2 citus_noncoloc:2
+    rows2+=("$(printf '%-24s %10.0f %10.0f %12.0f %10s %13s %7s' "dup90 c=8 sync=on" \
+        "${CMED[citus_ext:2]}" "${CMED[citus_hand:2]}" "${CMED[citus_noncoloc:2]}" \
+        "$(ratio "${CMED[citus_ext:2]}" "${CMED[citus_hand:2]}")" \
+        "$(ratio "${CMED[citus_ext:2]}" "${CMED[citus_noncoloc:2]}")" "$CNOISE")")
+
+    say "" "two workers, messages/s (medians):"
+    printf '%-24s %10s %10s %12s %10s %13s %7s\n' config "ext/s" "hand/s" "noncoloc/s" \
+        ext/hand ext/noncoloc spread
+    printf '%s\n' "${rows2[@]}"
+    say "" "per worker, messages/s (medians; 2w per worker = the two-worker total / 2; 2w/1w =" \
+        "the totals' ratio, 2.00 = linear scale-out); from the same interleaved runs:"
+    printf '%-24s %10s %10s %10s %10s %10s %10s %10s %10s %7s\n' config "ext 1w" "ext 2w/wk" \
+        "hand 1w" "hand 2w/wk" "ext 2w/1w" "hand 2w/1w" "e/h 1w" "e/h 2w" spread
+    printf '%s\n' "${rows1[@]}"
+    check_citus_effects
+}

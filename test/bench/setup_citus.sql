@@ -1,0 +1,119 @@
+-- The Citus benchmark schema, run on the coordinator of a cluster with two workers.
+-- psql variables: host (the workers' socket directory), worker2 (its port), preload
+-- (claims preloaded into each inbox for the redelivery runs).
+--
+-- Two groups of co-located tables, each with 1000 accounts, a sharded inbox and its
+-- delegated consumer, and the hand-written pair (issue 12's baseline):
+--   *_1w  every shard on worker 1 (created while worker 2 takes no shards)
+--   plain names  shards spread over both workers
+-- and noncoloc_inbox, an inbox distributed by message_id, which protects the two-worker
+-- accounts through the coordinator: claim and effect usually land on different workers.
+--
+-- A message's account is 1 + id % 1000 in every script, so that a redelivery of a
+-- preloaded id meets its claim under the same shard key.
+\set ON_ERROR_STOP 1
+CREATE EXTENSION idempotent_inbox;
+-- TEMPORARY until the sharded API is merged.
+SELECT EXISTS (SELECT FROM pg_proc WHERE proname = 'claim_apply_sharded') AS sharded_api \gset
+
+-- ---- one worker ----------------------------------------------------------------------
+SELECT citus_set_node_property(:'host', :worker2, 'shouldhaveshards', false);
+
+CREATE TABLE accounts_1w (id bigint PRIMARY KEY, balance bigint NOT NULL);
+SELECT create_distributed_table('accounts_1w', 'id', colocate_with => 'none');
+
+\if :sharded_api
+SELECT inbox.create_inbox('payments_inbox_1w', 'text',
+                          shard_key => 'account_id', shard_key_type => 'bigint');
+SELECT create_distributed_table('payments_inbox_1w', 'account_id', colocate_with => 'accounts_1w');
+CREATE FUNCTION consume_1w(acct bigint, mid text, amount bigint) RETURNS inbox.outcome
+LANGUAGE sql AS $$
+  SELECT inbox.claim_apply_sharded('payments_inbox_1w', acct, mid,
+           'UPDATE accounts_1w SET balance = balance + $1 WHERE id = $2', amount, acct) $$;
+\else
+-- TEMPORARY until the sharded API is merged: a stand-in with the hand-written body.
+CREATE TABLE payments_inbox_1w (account_id bigint NOT NULL, message_id text NOT NULL,
+    claimed_at timestamptz NOT NULL DEFAULT now(), PRIMARY KEY (account_id, message_id));
+SELECT create_distributed_table('payments_inbox_1w', 'account_id', colocate_with => 'accounts_1w');
+CREATE FUNCTION consume_1w(acct bigint, mid text, amount bigint) RETURNS boolean
+LANGUAGE plpgsql AS $$ DECLARE n int; BEGIN
+  INSERT INTO payments_inbox_1w (account_id, message_id) VALUES (acct, mid) ON CONFLICT DO NOTHING;
+  GET DIAGNOSTICS n = ROW_COUNT;
+  IF n = 1 THEN UPDATE accounts_1w SET balance = balance + amount WHERE id = acct; END IF;
+  RETURN n = 1; END $$;
+\endif
+SELECT create_distributed_function('consume_1w(bigint,text,bigint)', '$1',
+                                   colocate_with := 'accounts_1w');
+
+CREATE TABLE hand_inbox_1w (account_id bigint NOT NULL, message_id text NOT NULL,
+    claimed_at timestamptz NOT NULL DEFAULT now(), PRIMARY KEY (account_id, message_id));
+SELECT create_distributed_table('hand_inbox_1w', 'account_id', colocate_with => 'accounts_1w');
+CREATE FUNCTION consume_hand_1w(acct bigint, mid text, amount bigint) RETURNS boolean
+LANGUAGE plpgsql AS $$ DECLARE n int; BEGIN
+  INSERT INTO hand_inbox_1w (account_id, message_id) VALUES (acct, mid) ON CONFLICT DO NOTHING;
+  GET DIAGNOSTICS n = ROW_COUNT;
+  IF n = 1 THEN UPDATE accounts_1w SET balance = balance + amount WHERE id = acct; END IF;
+  RETURN n = 1; END $$;
+SELECT create_distributed_function('consume_hand_1w(bigint,text,bigint)', '$1',
+                                   colocate_with := 'accounts_1w');
+
+-- ---- two workers ---------------------------------------------------------------------
+SELECT citus_set_node_property(:'host', :worker2, 'shouldhaveshards', true);
+
+CREATE TABLE accounts (id bigint PRIMARY KEY, balance bigint NOT NULL);
+SELECT create_distributed_table('accounts', 'id', colocate_with => 'none');
+
+\if :sharded_api
+SELECT inbox.create_inbox('payments_inbox', 'text',
+                          shard_key => 'account_id', shard_key_type => 'bigint');
+SELECT create_distributed_table('payments_inbox', 'account_id', colocate_with => 'accounts');
+CREATE FUNCTION consume(acct bigint, mid text, amount bigint) RETURNS inbox.outcome
+LANGUAGE sql AS $$
+  SELECT inbox.claim_apply_sharded('payments_inbox', acct, mid,
+           'UPDATE accounts SET balance = balance + $1 WHERE id = $2', amount, acct) $$;
+\else
+-- TEMPORARY until the sharded API is merged: a stand-in with the hand-written body.
+CREATE TABLE payments_inbox (account_id bigint NOT NULL, message_id text NOT NULL,
+    claimed_at timestamptz NOT NULL DEFAULT now(), PRIMARY KEY (account_id, message_id));
+SELECT create_distributed_table('payments_inbox', 'account_id', colocate_with => 'accounts');
+CREATE FUNCTION consume(acct bigint, mid text, amount bigint) RETURNS boolean
+LANGUAGE plpgsql AS $$ DECLARE n int; BEGIN
+  INSERT INTO payments_inbox (account_id, message_id) VALUES (acct, mid) ON CONFLICT DO NOTHING;
+  GET DIAGNOSTICS n = ROW_COUNT;
+  IF n = 1 THEN UPDATE accounts SET balance = balance + amount WHERE id = acct; END IF;
+  RETURN n = 1; END $$;
+\endif
+SELECT create_distributed_function('consume(bigint,text,bigint)', '$1',
+                                   colocate_with := 'accounts');
+
+CREATE TABLE hand_inbox (account_id bigint NOT NULL, message_id text NOT NULL,
+    claimed_at timestamptz NOT NULL DEFAULT now(), PRIMARY KEY (account_id, message_id));
+SELECT create_distributed_table('hand_inbox', 'account_id', colocate_with => 'accounts');
+CREATE FUNCTION consume_hand(acct bigint, mid text, amount bigint) RETURNS boolean
+LANGUAGE plpgsql AS $$ DECLARE n int; BEGIN
+  INSERT INTO hand_inbox (account_id, message_id) VALUES (acct, mid) ON CONFLICT DO NOTHING;
+  GET DIAGNOSTICS n = ROW_COUNT;
+  IF n = 1 THEN UPDATE accounts SET balance = balance + amount WHERE id = acct; END IF;
+  RETURN n = 1; END $$;
+SELECT create_distributed_function('consume_hand(bigint,text,bigint)', '$1',
+                                   colocate_with := 'accounts');
+
+SELECT inbox.create_inbox('noncoloc_inbox', 'text');
+SELECT create_distributed_table('noncoloc_inbox', 'message_id', colocate_with => 'none');
+
+-- ---- data ------------------------------------------------------------------------------
+INSERT INTO accounts_1w SELECT g, 0 FROM generate_series(1, 1000) g;
+INSERT INTO accounts SELECT g, 0 FROM generate_series(1, 1000) g;
+INSERT INTO payments_inbox_1w (account_id, message_id)
+    SELECT 1 + g % 1000, g::text FROM generate_series(1, :preload) g;
+INSERT INTO hand_inbox_1w (account_id, message_id)
+    SELECT 1 + g % 1000, g::text FROM generate_series(1, :preload) g;
+INSERT INTO payments_inbox (account_id, message_id)
+    SELECT 1 + g % 1000, g::text FROM generate_series(1, :preload) g;
+INSERT INTO hand_inbox (account_id, message_id)
+    SELECT 1 + g % 1000, g::text FROM generate_series(1, :preload) g;
+INSERT INTO noncoloc_inbox (message_id) SELECT g::text FROM generate_series(1, :preload) g;
+-- Frozen and hinted now (VACUUM through the coordinator reaches every shard), so that
+-- the first reads in a timed run do not pay for it.
+VACUUM (FREEZE, ANALYZE) accounts_1w, payments_inbox_1w, hand_inbox_1w,
+                         accounts, payments_inbox, hand_inbox, noncoloc_inbox;
