@@ -36,6 +36,7 @@
 #include "claim_routed.h"
 #include "claim_row.h"
 #include "inbox_sql.h"
+#include "registry.h"
 #include "retention.h"
 #include "stats.h"
 
@@ -143,6 +144,7 @@ claim_routed(InboxInfo *inbox, Datum message_id, const Datum *shard_key)
 	{
 		TimestampTz now = GetCurrentTimestamp();
 
+		registry_check_window_rights(inbox);
 		values[1] = TimestampTzGetDatum(retention_cutoff(inbox, now));
 		values[2] = TimestampTzGetDatum(now);
 		values[3] = TimestampTzGetDatum(GetCurrentTransactionStartTimestamp());	/* now() */
