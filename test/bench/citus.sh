@@ -111,16 +111,22 @@ citus_compare() {
 
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", (b > 0 ? a / b : 0) }'; }
 
-# The remote commands the coordinator issues for one call of $1 (an SQL statement),
-# after a first call in the same session has opened the connections: prints
-# "<commands> commands, <n> PREPARE TRANSACTION".
+# What the coordinator sends the workers for the messages of script $1 (-D workers=$2):
+# 20 fresh messages from one pgbench client, prepared as in the timed runs, with
+# citus.log_remote_commands on in that session (Citus reports each command to the
+# client as a NOTICE, which pgbench prints).  Prints "<n> commands per message, <n>
+# PREPARE TRANSACTION in 20 messages".
 remote_commands() {
     local out
-    out=$(sql -c "$1" -c 'SET citus.log_remote_commands = on' \
-              -c 'SET client_min_messages = log' -c "$2" 2>&1 >/dev/null) ||
-        die "the call failed: $out"
-    printf '%s commands, %s PREPARE TRANSACTION\n' \
-        "$(grep -c 'issuing' <<<"$out" || true)" "$(grep -c 'PREPARE TRANSACTION' <<<"$out" || true)"
+    if ! out=$(as_postgres env PGOPTIONS="-c citus.log_remote_commands=on" \
+                   pgbench -n -c 1 -t 20 -M prepared -f "$SCRIPTS/$1.sql" \
+                   -D workers="$2" -D preload="$CITUS_PRELOAD" -D dup_pct=0 2>&1); then
+        printf '%s\n' "$out" >&2
+        die "pgbench $1 failed"
+    fi
+    printf '%s commands per message, %s PREPARE TRANSACTION in 20 messages\n' \
+        "$(grep -c 'issuing' <<<"$out" | awk '{ printf "%.2f", $1 / 20 }')" \
+        "$(grep -c 'issuing PREPARE TRANSACTION' <<<"$out" || true)"
 }
 
 # Each applied message added 1 to one balance and wrote one claim; preloaded claims
@@ -165,25 +171,11 @@ citus_section() {
             -D preload="$CITUS_PRELOAD" -D dup_pct=90 >/dev/null
     done
 
-    # A message whose claim and account lie on different workers, for the 2PC check.
-    local far
-    far=$(sql -c "
-        SELECT g FROM generate_series(2000000001, 2000001000) g
-         WHERE (SELECT groupid FROM pg_dist_placement
-                 WHERE shardid = get_shard_id_for_distribution_column('accounts', 1 + g % 1000))
-            <> (SELECT groupid FROM pg_dist_placement
-                 WHERE shardid = get_shard_id_for_distribution_column('noncoloc_inbox', g::text))
-         LIMIT 1")
-    line "  remote commands for one fresh message (citus.log_remote_commands):"
-    # Real messages (fresh ids, their effects applied), so that check_citus_effects holds.
-    local apply="'UPDATE accounts SET balance = balance + \$1 WHERE id = \$2', 1"
-    line "    ext       $(remote_commands "SELECT consume(1, 'w1', 1)" "SELECT consume(42, 'r1', 1)")"
-    line "    hand      $(remote_commands "SELECT consume_hand(1, 'w1', 1)" \
-                          "SELECT consume_hand(42, 'r1', 1)")"
-    line "    noncoloc  $(remote_commands \
-        "SELECT inbox.claim_apply('noncoloc_inbox', 'w1', $apply, 1::bigint)" \
-        "SELECT inbox.claim_apply('noncoloc_inbox', '$far', $apply, $((1 + far % 1000))::bigint)")" \
-        "(claim and account on different workers; $cross% of the fresh messages are)"
+    line "  remote commands the coordinator sends per message (citus.log_remote_commands):"
+    line "    ext       $(remote_commands citus_ext 2)"
+    line "    hand      $(remote_commands citus_hand 2)"
+    line "    noncoloc  $(remote_commands citus_noncoloc 2)" \
+        "($cross% of fresh messages have their claim and their account on different workers)"
 
     # The configurations: label, clients, synchronous_commit, dup_pct.
     local cfg label clients sync dup rows1=() rows2=()

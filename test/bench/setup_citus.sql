@@ -13,8 +13,6 @@
 -- preloaded id meets its claim under the same shard key.
 \set ON_ERROR_STOP 1
 CREATE EXTENSION idempotent_inbox;
--- TEMPORARY until the sharded API is merged.
-SELECT EXISTS (SELECT FROM pg_proc WHERE proname = 'claim_apply_sharded') AS sharded_api \gset
 
 -- ---- one worker ----------------------------------------------------------------------
 SELECT citus_set_node_property(:'host', :worker2, 'shouldhaveshards', false);
@@ -22,26 +20,14 @@ SELECT citus_set_node_property(:'host', :worker2, 'shouldhaveshards', false);
 CREATE TABLE accounts_1w (id bigint PRIMARY KEY, balance bigint NOT NULL);
 SELECT create_distributed_table('accounts_1w', 'id', colocate_with => 'none');
 
-\if :sharded_api
-SELECT inbox.create_inbox('payments_inbox_1w', 'text',
-                          shard_key => 'account_id', shard_key_type => 'bigint');
+SELECT inbox.create_sharded_inbox('payments_inbox_1w', 'account_id', 'bigint');
 SELECT create_distributed_table('payments_inbox_1w', 'account_id', colocate_with => 'accounts_1w');
+-- PL/pgSQL: a one-SELECT SQL function would be inlined into the caller's query, and
+-- Citus would then have no call to delegate.
 CREATE FUNCTION consume_1w(acct bigint, mid text, amount bigint) RETURNS inbox.outcome
-LANGUAGE sql AS $$
-  SELECT inbox.claim_apply_sharded('payments_inbox_1w', acct, mid,
-           'UPDATE accounts_1w SET balance = balance + $1 WHERE id = $2', amount, acct) $$;
-\else
--- TEMPORARY until the sharded API is merged: a stand-in with the hand-written body.
-CREATE TABLE payments_inbox_1w (account_id bigint NOT NULL, message_id text NOT NULL,
-    claimed_at timestamptz NOT NULL DEFAULT now(), PRIMARY KEY (account_id, message_id));
-SELECT create_distributed_table('payments_inbox_1w', 'account_id', colocate_with => 'accounts_1w');
-CREATE FUNCTION consume_1w(acct bigint, mid text, amount bigint) RETURNS boolean
-LANGUAGE plpgsql AS $$ DECLARE n int; BEGIN
-  INSERT INTO payments_inbox_1w (account_id, message_id) VALUES (acct, mid) ON CONFLICT DO NOTHING;
-  GET DIAGNOSTICS n = ROW_COUNT;
-  IF n = 1 THEN UPDATE accounts_1w SET balance = balance + amount WHERE id = acct; END IF;
-  RETURN n = 1; END $$;
-\endif
+LANGUAGE plpgsql AS $$ BEGIN
+  RETURN inbox.claim_apply_sharded('payments_inbox_1w', acct, mid,
+           'UPDATE accounts_1w SET balance = balance + $1 WHERE id = $2', amount, acct); END $$;
 SELECT create_distributed_function('consume_1w(bigint,text,bigint)', '$1',
                                    colocate_with := 'accounts_1w');
 
@@ -63,26 +49,14 @@ SELECT citus_set_node_property(:'host', :worker2, 'shouldhaveshards', true);
 CREATE TABLE accounts (id bigint PRIMARY KEY, balance bigint NOT NULL);
 SELECT create_distributed_table('accounts', 'id', colocate_with => 'none');
 
-\if :sharded_api
-SELECT inbox.create_inbox('payments_inbox', 'text',
-                          shard_key => 'account_id', shard_key_type => 'bigint');
+SELECT inbox.create_sharded_inbox('payments_inbox', 'account_id', 'bigint');
 SELECT create_distributed_table('payments_inbox', 'account_id', colocate_with => 'accounts');
+-- PL/pgSQL: a one-SELECT SQL function would be inlined into the caller's query, and
+-- Citus would then have no call to delegate.
 CREATE FUNCTION consume(acct bigint, mid text, amount bigint) RETURNS inbox.outcome
-LANGUAGE sql AS $$
-  SELECT inbox.claim_apply_sharded('payments_inbox', acct, mid,
-           'UPDATE accounts SET balance = balance + $1 WHERE id = $2', amount, acct) $$;
-\else
--- TEMPORARY until the sharded API is merged: a stand-in with the hand-written body.
-CREATE TABLE payments_inbox (account_id bigint NOT NULL, message_id text NOT NULL,
-    claimed_at timestamptz NOT NULL DEFAULT now(), PRIMARY KEY (account_id, message_id));
-SELECT create_distributed_table('payments_inbox', 'account_id', colocate_with => 'accounts');
-CREATE FUNCTION consume(acct bigint, mid text, amount bigint) RETURNS boolean
-LANGUAGE plpgsql AS $$ DECLARE n int; BEGIN
-  INSERT INTO payments_inbox (account_id, message_id) VALUES (acct, mid) ON CONFLICT DO NOTHING;
-  GET DIAGNOSTICS n = ROW_COUNT;
-  IF n = 1 THEN UPDATE accounts SET balance = balance + amount WHERE id = acct; END IF;
-  RETURN n = 1; END $$;
-\endif
+LANGUAGE plpgsql AS $$ BEGIN
+  RETURN inbox.claim_apply_sharded('payments_inbox', acct, mid,
+           'UPDATE accounts SET balance = balance + $1 WHERE id = $2', amount, acct); END $$;
 SELECT create_distributed_function('consume(bigint,text,bigint)', '$1',
                                    colocate_with := 'accounts');
 
