@@ -114,8 +114,8 @@ ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", (b > 0 ? a / b : 0) }'
 # What the coordinator sends the workers for the messages of script $1 (-D workers=$2):
 # 20 fresh messages from one pgbench client, prepared as in the timed runs, with
 # citus.log_remote_commands on in that session (Citus reports each command to the
-# client as a NOTICE, which pgbench prints).  Prints "<n> commands per message, <n>
-# PREPARE TRANSACTION in 20 messages".
+# client as a NOTICE, which pgbench prints): commands per message, and how many of the
+# messages committed with two-phase commit.
 remote_commands() {
     local out
     if ! out=$(as_postgres env PGOPTIONS="-c citus.log_remote_commands=on" \
@@ -124,8 +124,12 @@ remote_commands() {
         printf '%s\n' "$out" >&2
         die "pgbench $1 failed"
     fi
-    printf '%s commands per message, %s PREPARE TRANSACTION in 20 messages\n' \
+    # A prepared transaction's name is citus_<node>_<pid>_<transaction>_<connection>:
+    # one distributed transaction prepares on each worker it wrote on.
+    printf '%s commands per message; two-phase commit for %s of the 20 (%s PREPARE TRANSACTION)\n' \
         "$(grep -c 'issuing' <<<"$out" | awk '{ printf "%.2f", $1 / 20 }')" \
+        "$(grep -oE "issuing PREPARE TRANSACTION 'citus_[0-9]+_[0-9]+_[0-9]+_" <<<"$out" |
+           sort -u | wc -l)" \
         "$(grep -c 'issuing PREPARE TRANSACTION' <<<"$out" || true)"
 }
 
@@ -158,6 +162,14 @@ citus_section() {
     say "setting up Citus and loading $CITUS_PRELOAD claims into each inbox..."
     sql -v host="$TMP_ROOT" -v worker2="${NODE_PORT[worker2]}" -v preload="$CITUS_PRELOAD" \
         -f "$SCRIPTS/setup_citus.sql" >/dev/null
+    line "  shards per worker: $(sql -c "
+        SELECT string_agg(format('%s %s', t, per_node), '; ' ORDER BY t)
+          FROM (SELECT t, string_agg(format('worker %s: %s', groupid, n), ', ' ORDER BY groupid) AS per_node
+                  FROM (SELECT logicalrelid::text AS t, p.groupid, count(*) AS n
+                          FROM pg_dist_shard s JOIN pg_dist_placement p USING (shardid)
+                         WHERE logicalrelid IN ('accounts_1w'::regclass, 'accounts'::regclass,
+                                                'noncoloc_inbox'::regclass)
+                         GROUP BY 1, 2) c GROUP BY t) x")"
     local cross
     cross=$(sql -c "
         WITH node AS (SELECT p.shardid, p.groupid FROM pg_dist_placement p)
