@@ -191,7 +191,8 @@ citus_section() {
 
     # The configurations: label, clients, synchronous_commit, dup_pct.
     local cfg label clients sync dup rows1=() rows2=()
-    for cfg in "fresh c=8 sync=on|8 on 0" "fresh c=8 sync=off|8 off 0" "fresh c=1 sync=on|1 on 0"; do
+    for cfg in "fresh c=$CITUS_CLIENTS sync=on|$CITUS_CLIENTS on 0" \
+               "fresh c=$CITUS_CLIENTS sync=off|$CITUS_CLIENTS off 0" "fresh c=1 sync=on|1 on 0"; do
         label=${cfg%%|*}
         read -r clients sync dup <<<"${cfg#*|}"
         citus_sync "$sync"
@@ -212,7 +213,7 @@ citus_section() {
     # Redeliveries: two workers only.
     citus_sync on
     citus_compare "$CITUS_CLIENTS" on "-D dup_pct=90" citus_ext:2 citus_hand:2 citus_noncoloc:2
-    rows2+=("$(printf '%-24s %10.0f %10.0f %12.0f %10s %13s %7s' "dup90 c=8 sync=on" \
+    rows2+=("$(printf '%-24s %10.0f %10.0f %12.0f %10s %13s %7s' "dup90 c=$CITUS_CLIENTS sync=on" \
         "${CMED[citus_ext:2]}" "${CMED[citus_hand:2]}" "${CMED[citus_noncoloc:2]}" \
         "$(ratio "${CMED[citus_ext:2]}" "${CMED[citus_hand:2]}")" \
         "$(ratio "${CMED[citus_ext:2]}" "${CMED[citus_noncoloc:2]}")" "$CNOISE")")
