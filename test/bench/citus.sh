@@ -44,6 +44,7 @@ shared_preload_libraries = 'citus'
 max_prepared_transactions = 100
 citus.local_hostname = '$TMP_ROOT'
 EOF
+    # shellcheck disable=SC2034  # common.sh's: its cleanup stops every node in TMP_ROOT
     CLUSTER_UP=1
     if ! as_postgres pg_ctl -D "$TMP_ROOT/$name" -l "$TMP_ROOT/$name.log" -w -t 60 -s start; then
         as_postgres cat "$TMP_ROOT/$name.log" >&2 || true
@@ -55,6 +56,7 @@ EOF
 
 start_citus_cluster() {
     local w
+    # shellcheck disable=SC2153  # PG_CONFIG is common.sh's
     if ! citus_ensure "$PG_CONFIG"; then
         die "the citus section needs Citus: $CITUS_SKIP_REASON"
     fi
