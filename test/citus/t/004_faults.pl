@@ -1,0 +1,251 @@
+# Real faults on a real Citus cluster (a coordinator and two workers), against a
+# sharded inbox co-located with the accounts it guards.  A consumer claims a
+# message and credits its account in one transaction on the one worker that
+# holds both shards, so no fault may apply a message twice or lose one that was
+# acknowledged:
+#
+#  1. Redeliveries across nodes: every message arrives two or three times, in a
+#     shuffled order, through the delegated consumer function, through
+#     claim_apply_sharded called on the coordinator (not delegated), and through
+#     either worker (Citus routes a call made on a worker as well); exactly one
+#     delivery applies each message.
+#  2. kill -9 of a worker mid-run, with a claim in an open transaction and a
+#     delegated call blocked on the worker at that moment; restart it; redeliver
+#     every message that was not acknowledged, then replay them all.
+#  3. A shard move (logical replication) while consumers run, with a claim
+#     committed while the move is under way; afterwards every message claimed
+#     before the move is a duplicate, wherever it is redelivered.
+#
+# Acknowledged means: the consume call returned an outcome and its transaction
+# committed.  A broker redelivers everything else, so every check below ends with
+# the balances a single application of each message gives.
+
+use strict;
+use warnings;
+use FindBin;
+use lib "$FindBin::RealBin/..";
+use CitusCluster;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use Time::HiRes qw(usleep);
+
+my ($coordinator, @workers) = CitusCluster::start(workers => 2);
+my $c = $coordinator;
+
+# Four shards per table (two per worker) are enough to span both workers and
+# keep the move small.  Accounts 1..8 are bigint ids, as the inbox's shard key.
+$c->safe_psql(
+	'postgres', q{
+CREATE EXTENSION idempotent_inbox;
+CREATE TABLE accounts (id bigint PRIMARY KEY, balance bigint NOT NULL);
+SELECT create_distributed_table('accounts', 'id', shard_count => 4);
+INSERT INTO accounts SELECT i, 0 FROM generate_series(1, 8) i;
+CREATE TABLE hand_inbox (account_id bigint NOT NULL, message_id text NOT NULL,
+    claimed_at timestamptz NOT NULL DEFAULT now(), PRIMARY KEY (account_id, message_id));
+SELECT create_distributed_table('hand_inbox', 'account_id', colocate_with => 'accounts');
+CREATE FUNCTION consume(acct bigint, mid text, amount bigint) RETURNS text
+LANGUAGE plpgsql AS $$ DECLARE n int; BEGIN
+  INSERT INTO hand_inbox (account_id, message_id) VALUES (acct, mid) ON CONFLICT DO NOTHING;
+  GET DIAGNOSTICS n = ROW_COUNT;
+  IF n = 1 THEN UPDATE accounts SET balance = balance + amount WHERE id = acct; END IF;
+  RETURN CASE WHEN n = 1 THEN 'applied' ELSE 'duplicate' END; END $$;
+SELECT create_distributed_function('consume(bigint,text,bigint)', '$1',
+                                   colocate_with := 'accounts');
+CREATE FUNCTION consume_direct(acct bigint, mid text, amount bigint) RETURNS text
+LANGUAGE plpgsql AS $$ DECLARE n int; BEGIN
+  INSERT INTO hand_inbox (account_id, message_id) VALUES (acct, mid) ON CONFLICT DO NOTHING;
+  GET DIAGNOSTICS n = ROW_COUNT;
+  IF n = 1 THEN UPDATE accounts SET balance = balance + amount WHERE id = acct; END IF;
+  RETURN CASE WHEN n = 1 THEN 'applied' ELSE 'duplicate' END; END $$;
+});
+my $inbox = 'hand_inbox';
+
+# The SQL of one delivery.  'delegated' is the bare call Citus pushes to the
+# worker that holds the account's shards; 'direct' runs claim_apply_sharded on
+# the node it is sent to, whose statements Citus routes to that worker.
+sub delivery_sql
+{
+	my ($route, $msg) = @_;
+	my ($id, $acct, $amount) = @$msg;
+	return "SELECT consume($acct, '$id', $amount)" if $route eq 'delegated';
+	return "SELECT consume_direct($acct, '$id', $amount)";
+}
+
+# Messages: [id, account, amount].  Amounts differ per message so that a message
+# applied twice, or one lost, shows in its account's balance.
+sub messages
+{
+	my ($prefix, $count) = @_;
+	return map { [ "$prefix$_", 1 + ($_ * 5) % 8, 100 + $_ ] } 1 .. $count;
+}
+
+# The balances that applying each message once gives, added to the current ones:
+# "id:balance" for accounts 1..8.
+my %expected = map { $_ => 0 } 1 .. 8;
+sub expect_applied { $expected{ $_->[1] } += $_->[2] foreach @_; }
+sub expected_balances
+{
+	return join ',', map { "$_:$expected{$_}" } 1 .. 8;
+}
+sub balances
+{
+	return $c->safe_psql('postgres',
+		q{SELECT string_agg(id || ':' || balance, ',' ORDER BY id) FROM accounts});
+}
+
+# The claims in the inbox for message ids with this prefix, "id" sorted.
+sub claims
+{
+	my ($prefix) = @_;
+	return $c->safe_psql('postgres',
+		"SELECT count(*) || '|' || string_agg(message_id, ',' ORDER BY message_id) "
+		  . "FROM $inbox WHERE message_id LIKE '$prefix%'");
+}
+sub claims_of
+{
+	my @ids = sort map { $_->[0] } @_;
+	return scalar(@ids) . '|' . join(',', @ids);
+}
+
+# One delivery in a background session: the outcome, or undef when the call
+# failed (the consumer does not acknowledge, the broker redelivers).
+sub deliver
+{
+	my ($session, $route, $msg) = @_;
+	$session->{stderr} = '';
+	my ($out, $failed) = $session->query(delivery_sql($route, $msg));
+	note "$msg->[0] via $route: " . ($failed ? "error $session->{stderr}" : $out);
+	return $failed ? undef : $out;
+}
+
+# A script of deliveries for psql to run unattended: each is preceded by an
+# \echo of its id, so the outcomes can be matched to messages afterwards
+# (parse_script_output); a failed call prints nothing on stdout.
+sub script_of
+{
+	my (@deliveries) = @_;    # [route, msg]
+	return join '',
+	  map { "\\echo '#$_->[1][0]'\n" . delivery_sql(@$_) . ";\n" } @deliveries;
+}
+sub parse_script_output
+{
+	my ($stdout) = @_;
+	my (@outcomes, $id);
+	foreach my $line (split /\n/, $stdout)
+	{
+		if ($line =~ /^#(.*)$/) { $id = $1; }
+		elsif (defined $id) { push @outcomes, [ $id, $line ]; undef $id; }
+	}
+	return @outcomes;    # [id, outcome] for the calls that returned
+}
+
+# Which worker holds the shards of an account, and the shard group's accounts shard.
+sub worker_of
+{
+	my ($acct) = @_;
+	my $port = $c->safe_psql('postgres',
+		"SELECT nodeport FROM citus_shards WHERE shardid = "
+		  . "get_shard_id_for_distribution_column('accounts', $acct)");
+	my ($w) = grep { $_->port == $port } @workers;
+	return $w;
+}
+
+# A postmaster killed with SIGKILL leaves its backends to notice and exit; until
+# they have, a new postmaster refuses the old shared memory.  Retry as
+# src/test/recovery/t/017_shm.pl does.
+sub poll_start
+{
+	my ($node) = @_;
+	for (1 .. 10 * $PostgreSQL::Test::Utils::timeout_default)
+	{
+		return 1 if $node->start(fail_ok => 1);
+		usleep(100_000);
+		$node->stop('fast', fail_ok => 1);
+	}
+	return $node->start;
+}
+
+is( $c->safe_psql('postgres',
+		q{SELECT count(DISTINCT nodeport) FROM citus_shards
+		   WHERE table_name = 'accounts'::regclass}),
+	'2', 'the accounts are spread over both workers');
+
+# ---------------------------------------------------------------------------
+# 1. Redeliveries across nodes.
+# ---------------------------------------------------------------------------
+
+my @routes = qw(delegated direct worker1 worker2);
+my %session = (
+	coordinator => $c->background_psql('postgres', on_error_stop => 0),
+	worker1 => $workers[0]->background_psql('postgres', on_error_stop => 0),
+	worker2 => $workers[1]->background_psql('postgres', on_error_stop => 0));
+sub session_of { return $session{ $_[0] =~ /^worker/ ? $_[0] : 'coordinator' }; }
+# On a worker the delivery is the delegated call; Citus runs it locally or
+# forwards it to the other worker.
+sub route_sql { return $_[0] =~ /^worker/ ? 'delegated' : $_[0]; }
+
+my @p = messages('p', 24);
+my (@deliveries, %times);    # [order key, route, msg]; id => deliveries
+foreach my $m (@p)
+{
+	my ($n) = $m->[0] =~ /(\d+)/;
+	$times{ $m->[0] } = $n % 3 == 0 ? 3 : 2;
+	# The order key shuffles deliveries deterministically across messages.
+	push @deliveries, [ ($n * 7919 + $_ * 104729) % 1009, $routes[ ($n + $_) % 4 ], $m ]
+	  foreach 1 .. $times{ $m->[0] };
+}
+my %outcomes;    # id => [outcomes in delivery order]
+foreach my $d (sort { $a->[0] <=> $b->[0] } @deliveries)
+{
+	my (undef, $route, $m) = @$d;
+	push @{ $outcomes{ $m->[0] } },
+	  deliver(session_of($route), route_sql($route), $m) // 'error';
+}
+expect_applied(@p);
+is( join(' ', map { "$_->[0]:" . join(',', @{ $outcomes{ $_->[0] } }) } @p),
+	join(' ',
+		map { "$_->[0]:applied" . (',duplicate' x ($times{ $_->[0] } - 1)) } @p),
+	'each message: the first delivery applies, every redelivery is a duplicate, on any route');
+is(balances(), expected_balances(), 'balances: every message applied once');
+is(claims('p'), claims_of(@p), 'the inbox holds one claim per message');
+
+
+# What Citus sends to the workers for one call: its remote-command log lines as
+# "port: command", in order.
+sub remote_commands
+{
+	my ($node, $sql) = @_;
+	my ($stdout, $stderr);
+	$node->psql('postgres',
+		"SET citus.log_remote_commands = on; SET client_min_messages = log; $sql",
+		stdout => \$stdout, stderr => \$stderr, on_error_stop => 1);
+	my @commands;
+	while ($stderr =~ /issuing (.*?)\n.*?on server \S+?:(\d+) /sg)
+	{
+		push @commands, "$2: $1";
+	}
+	note "remote commands for $sql:\n" . join("\n", @commands);
+	return @commands;
+}
+
+# The delegated call is one remote command, the function call itself, on the
+# worker that holds the account; nothing is prepared (no two-phase commit).
+my @p_more = messages('px', 2);
+my @sent = remote_commands($c, delivery_sql('delegated', $p_more[0]));
+is(scalar(@sent), 1, 'a delegated delivery sends one command');
+like($sent[0], qr/^@{[ worker_of($p_more[0][1])->port ]}: SELECT .*consume\(/,
+	'that command is the consumer call, on the worker that holds the account');
+# The direct call's statements all go to that one worker, which commits without
+# PREPARE TRANSACTION.
+@sent = remote_commands($c, delivery_sql('direct', $p_more[1]));
+my $port = worker_of($p_more[1][1])->port;
+is(join(',', grep { !/^$port: / } @sent), '', 'a direct delivery talks only to the account\'s worker');
+is(join(',', grep { /PREPARE|COMMIT PREPARED/ } @sent), '', 'and commits without two-phase commit');
+expect_applied(@p_more);
+is(balances(), expected_balances(), 'those two deliveries applied once more');
+
+$_->quit foreach values %session;
+
+$_->stop for ($coordinator, @workers);
+done_testing();
