@@ -247,5 +247,175 @@ is(balances(), expected_balances(), 'those two deliveries applied once more');
 
 $_->quit foreach values %session;
 
+# ---------------------------------------------------------------------------
+# 2. kill -9 of a worker mid-run.
+# ---------------------------------------------------------------------------
+
+# A statement sent to a background session without waiting for it, and its
+# result collected later (BackgroundPsql's query() waits).
+sub send_query
+{
+	my ($session, $sql) = @_;
+	$session->{stdout} = $session->{stderr} = '';
+	$session->{timeout}->start;
+	$session->{stdin} .= "$sql;\n\\echo '#done'\n\\warn '#done'\n";
+	$session->{run}->pump_nb;
+}
+sub await_query
+{
+	my ($session) = @_;
+	$session->{run}->pump
+	  until ($session->{stdout} =~ /#done\n/ && $session->{stderr} =~ /#done\n/)
+	  || $session->{timeout}->is_expired;
+	die 'background query timed out' if $session->{timeout}->is_expired;
+	$session->{stdout} =~ s/\n?#done\n//;
+	$session->{stderr} =~ s/\n?#done\n//;
+	note "awaited: stdout $session->{stdout}, stderr $session->{stderr}";
+	return ($session->{stdout}, $session->{stderr});
+}
+
+my $victim = worker_of(1);
+my ($survivor) = grep { $_ != $victim } @workers;
+my @victim_accounts = grep { worker_of($_) == $victim } 1 .. 8;
+my %on_victim = map { $_ => 1 } @victim_accounts;
+note 'the victim holds accounts ' . join(',', @victim_accounts);
+
+my @before = messages('kb', 8);     # acknowledged before the kill
+my @outage = messages('ko', 8);     # delivered while the worker is down
+my @after = messages('ka', 8);      # by the same consumer after the restart
+my @unattended = messages('ku', 40);    # a script that runs across the kill
+my $open = [ 'k-open', $victim_accounts[0], 1001 ];          # committed after the kill
+my $blocked = [ 'k-blocked', $victim_accounts[1], 1002 ];    # running on the worker
+my @k = (@before, @outage, @after, @unattended, $open, $blocked);
+
+my %applied;    # id => how many acknowledged deliveries said 'applied'
+my %acked;      # id => 1 once a delivery of it was acknowledged
+sub ack
+{
+	my ($id, $outcome) = @_;
+	return unless defined $outcome;
+	$acked{$id} = 1;
+	$applied{$id}++ if $outcome eq 'applied';
+}
+
+my $consumer = $c->background_psql('postgres', on_error_stop => 0);
+$consumer->set_query_timer_restart;
+my $i = 0;
+ack($_->[0], deliver($consumer, $i++ % 2 ? 'direct' : 'delegated', $_)) foreach @before;
+is(join(',', sort keys %acked), join(',', sort map { $_->[0] } @before),
+	'before the kill every delivery is acknowledged');
+
+# In flight at the kill: a direct claim in an open transaction ...
+my $opener = $c->background_psql('postgres', on_error_stop => 0);
+$opener->set_query_timer_restart;
+$opener->query_safe('BEGIN');
+is($opener->query_safe(delivery_sql('direct', $open)), 'applied',
+	'k-open is applied inside a transaction still open at the kill');
+
+# ... and a delegated call running on the victim, its claim made and its credit
+# waiting for the row lock another transaction holds on the account.
+my $locker = $c->background_psql('postgres', on_error_stop => 0);
+$locker->query_safe('BEGIN');
+$locker->query_safe("SELECT balance FROM accounts WHERE id = $blocked->[1] FOR UPDATE");
+my $waiter = $c->background_psql('postgres', on_error_stop => 0);
+send_query($waiter, delivery_sql('delegated', $blocked));
+$victim->poll_query_until('postgres',
+	q{SELECT count(*) FROM pg_stat_activity
+	   WHERE wait_event_type = 'Lock' AND query LIKE '%consume(%'}, '1')
+  or die 'the delegated call never blocked on the victim';
+
+# ... and a script of deliveries to all accounts, running unattended: kill the
+# worker once it has returned a few outcomes, wherever it is then.
+my $script = $c->background_psql('postgres', on_error_stop => 0);
+$i = 0;
+$script->{stdin} .=
+  script_of(map { [ $i++ % 2 ? 'direct' : 'delegated', $_ ] } @unattended) . "\\q\n";
+$script->{run}->pump until ($script->{stdout} =~ tr/\n//) >= 6 || !$script->{run}->pumpable;
+
+$victim->kill9;
+
+# Everything in flight on the victim is gone; nothing of it may be acknowledged.
+$opener->{stderr} = '';
+my ($out, $failed) = $opener->query('COMMIT');
+note "COMMIT of k-open after the kill: stdout $out, stderr $opener->{stderr}";
+# (Citus warns that the commit failed on the worker, then raises an error: one
+# node in the transaction, no two-phase commit, so nothing is left to recover.)
+like($opener->{stderr}, qr/ERROR:  could not commit transaction/,
+	'the COMMIT of the open transaction fails: k-open is not acknowledged');
+my (undef, $waiter_err) = await_query($waiter);
+like($waiter_err, qr/ERROR:  connection to the remote node/,
+	'the blocked delegated call fails: k-blocked is not acknowledged');
+ack($blocked->[0], undef);
+
+$script->{run}->finish;
+ack(@$_) foreach parse_script_output($script->{stdout});
+note 'unattended script acknowledged ' . scalar(parse_script_output($script->{stdout}))
+  . ' of ' . scalar(@unattended) . "; stderr:\n$script->{stderr}";
+
+# While the victim is down the survivor's accounts go on: each delivery touches
+# one worker only.
+my @outage_outcomes;
+$i = 0;
+foreach my $m (@outage)
+{
+	my $o = deliver($consumer, $i++ % 2 ? 'direct' : 'delegated', $m);
+	ack($m->[0], $o);
+	push @outage_outcomes, "$m->[0]:" . ($o // 'error');
+}
+is(join(' ', @outage_outcomes),
+	join(' ', map { "$_->[0]:" . ($on_victim{ $_->[1] } ? 'error' : 'applied') } @outage),
+	'during the outage the survivor\'s accounts are served, the victim\'s fail');
+
+poll_start($victim);
+$c->poll_query_until('postgres', 'SELECT count(*) FROM accounts', '8')
+  or die 'the coordinator does not reach the restarted worker';
+is($victim->safe_psql('postgres', 'SELECT count(*) FROM pg_prepared_xacts'),
+	'0', 'the restarted worker has no prepared transaction to resolve');
+
+# The same consumer session goes on after the restart.
+my @after_outcomes;
+$i = 0;
+foreach my $m (@after)
+{
+	my $o = deliver($consumer, $i++ % 2 ? 'direct' : 'delegated', $m);
+	ack($m->[0], $o);
+	push @after_outcomes, "$m->[0]:" . ($o // 'error');
+}
+is(join(' ', @after_outcomes), join(' ', map { "$_->[0]:applied" } @after),
+	'after the restart the consumer\'s session delivers to every account again');
+
+# The broker redelivers every message not acknowledged, on alternating routes.
+my @redelivered;
+$i = 0;
+foreach my $m (grep { !$acked{ $_->[0] } } @k)
+{
+	my $o = deliver($consumer, $i++ % 2 ? 'direct' : 'delegated', $m);
+	ack($m->[0], $o);
+	push @redelivered, "$m->[0]:" . ($o // 'error');
+}
+note 'redelivered: ' . join(' ', @redelivered);
+is(join(' ', grep { /:error$/ } @redelivered), '', 'every redelivery returns an outcome');
+like(join(' ', @redelivered), qr/(^| )k-open:applied( |$)/,
+	'k-open, committed after the kill, was lost with the worker: applied on redelivery');
+like(join(' ', @redelivered), qr/(^| )k-blocked:applied( |$)/,
+	'k-blocked, running at the kill, was lost with the worker: applied on redelivery');
+
+# Then a replay of everything: all duplicates.
+my @replayed;
+$i = 0;
+foreach my $m (@k)
+{
+	my $o = deliver($consumer, $i++ % 2 ? 'delegated' : 'direct', $m);
+	push @replayed, "$m->[0]:" . ($o // 'error');
+}
+is(join(' ', @replayed), join(' ', map { "$_->[0]:duplicate" } @k),
+	'a replay of every message after the restart: all duplicates');
+is(join(',', grep { ($applied{$_} // 0) > 1 } sort keys %applied), '',
+	'no message was acknowledged as applied twice');
+expect_applied(@k);
+is(balances(), expected_balances(), 'balances after the kill: every message applied once');
+is(claims('k'), claims_of(@k), 'the inbox holds one claim per message');
+$_->quit foreach ($consumer, $opener, $locker, $waiter);
+
 $_->stop for ($coordinator, @workers);
 done_testing();
