@@ -332,7 +332,18 @@ $script->{stdin} .=
   script_of(map { [ $i++ % 2 ? 'direct' : 'delegated', $_ ] } @unattended) . "\\q\n";
 $script->{run}->pump until ($script->{stdout} =~ tr/\n//) >= 6 || !$script->{run}->pumpable;
 
+# The processes of the victim, to wait for once its postmaster is killed: an
+# orphaned backend goes on until it notices, and would commit what it is sent.
+my @victim_pids = (
+	split(/\n/, $victim->safe_psql('postgres', 'SELECT pid FROM pg_stat_activity')),
+	(split /\n/, slurp_file($victim->data_dir . '/postmaster.pid'))[0]);
 $victim->kill9;
+for (1 .. 10 * $PostgreSQL::Test::Utils::timeout_default)
+{
+	last unless grep { kill 0, $_ } @victim_pids;
+	usleep(100_000);
+}
+is(join(',', grep { kill 0, $_ } @victim_pids), '', 'every process of the victim is gone');
 
 # Everything in flight on the victim is gone; nothing of it may be acknowledged.
 $opener->{stderr} = '';
@@ -417,5 +428,179 @@ is(balances(), expected_balances(), 'balances after the kill: every message appl
 is(claims('k'), claims_of(@k), 'the inbox holds one claim per message');
 $_->quit foreach ($consumer, $opener, $locker, $waiter);
 
+# ---------------------------------------------------------------------------
+# 3. A shard move while consumers run.
+# ---------------------------------------------------------------------------
+
+# The shard group of account 1 (its accounts shard and the inbox shard beside it)
+# moves from the worker that holds it to the other one.
+my $moving = 1;
+sub shard_of
+{
+	my ($table) = @_;
+	return split /\|/, $c->safe_psql('postgres',
+		"SELECT shardid, nodeport, shard_name FROM citus_shards WHERE shardid = "
+		  . "get_shard_id_for_distribution_column('$table', $moving)");
+}
+my ($shard, $src_port) = shard_of('accounts');
+my ($src) = grep { $_->port == $src_port } @workers;
+my ($dst) = grep { $_ != $src } @workers;
+my @moved_accounts = grep {
+	$c->safe_psql('postgres',
+		"SELECT get_shard_id_for_distribution_column('accounts', $_)") == $shard
+} 1 .. 8;
+note "moving shard $shard (accounts @moved_accounts) from port $src_port to " . $dst->port;
+
+# Claimed and acknowledged before the move.
+my @s_before = messages('sb', 12);
+$consumer = $c->background_psql('postgres', on_error_stop => 0);
+$i = 0;
+my @before_outcomes =
+  map { deliver($consumer, $i++ % 2 ? 'direct' : 'delegated', $_) // 'error' } @s_before;
+is(join(',', @before_outcomes), join(',', ('applied') x @s_before),
+	'before the move every message is applied');
+
+# A claim on the moving shard in a transaction that stays open: the move's
+# replication slot on the source waits for it, so the move is known to be under
+# way, and the claim commits while it is.
+my $s_open = [ 's-open', $moving, 2001 ];
+$opener = $c->background_psql('postgres', on_error_stop => 0);
+$opener->query_safe('BEGIN');
+is($opener->query_safe(delivery_sql('direct', $s_open)), 'applied',
+	's-open is applied inside a transaction open when the move starts');
+
+my $mover = $c->background_psql('postgres', on_error_stop => 0);
+$mover->set_query_timer_restart;
+send_query($mover,
+	sprintf("SELECT citus_move_shard_placement(%d, '%s', %d, '%s', %d, "
+		  . "shard_transfer_mode => 'force_logical')",
+		$shard, $src->host, $src->port, $dst->host, $dst->port));
+$src->poll_query_until('postgres',
+	q{SELECT count(*) FROM pg_stat_activity
+	   WHERE backend_type = 'walsender' AND wait_event = 'transactionid'}, '1')
+  or die 'the move did not start';
+
+# Two consumers deliver in a loop until the move is over: one through the
+# coordinator (delegated and direct calls), one through the source worker, which
+# must send its delegated calls for the moved accounts on to the destination once
+# they have moved.  The second redelivers what the first delivers, so the same
+# message often arrives on two nodes at once, and the first redelivers a message
+# claimed before the move each round.
+my %consumers = (
+	coordinator => $c->background_psql('postgres', on_error_stop => 0),
+	source => $src->background_psql('postgres', on_error_stop => 0));
+$_->set_query_timer_restart foreach values %consumers;
+my (@s_run, $round);
+# What every node is waiting for, should a consumer hang.
+sub dump_activity
+{
+	foreach my $node ($c, @workers)
+	{
+		diag $node->name . ":\n"
+		  . $node->safe_psql('postgres',
+			q{SELECT pid, backend_type, wait_event_type, wait_event, pg_blocking_pids(pid),
+			         left(query, 150)
+			    FROM pg_stat_activity
+			   WHERE state IS DISTINCT FROM 'idle' AND pid <> pg_backend_pid()
+			     AND backend_type IN ('client backend', 'walsender')});
+	}
+}
+sub mover_done
+{
+	$mover->{run}->pump_nb;
+	return $mover->{stdout} =~ /#done\n/ && $mover->{stderr} =~ /#done\n/;
+}
+sub round_of_deliveries
+{
+	$round++;
+	# Accounts 2..8: account 1's row stays locked by s-open's transaction for
+	# the first rounds.  The moving shard holds some of them.
+	my @batch = map { [ "sr$_", 2 + ($_ * 5) % 7, 300 + $_ ] } 4 * $round - 3 .. 4 * $round;
+	push @s_run, @batch;
+	my $j = 0;
+	$consumers{coordinator}{stdin} .=
+	  script_of((map { [ $j++ % 2 ? 'direct' : 'delegated', $_ ] } @batch),
+		[ 'delegated', $s_before[ $round % @s_before ] ])
+	  . "\\echo '#round$round'\n";
+	$consumers{source}{stdin} .=
+	  script_of(map { [ 'delegated', $_ ] } reverse @batch) . "\\echo '#round$round'\n";
+	foreach my $session (values %consumers)
+	{
+		$session->{run}->pump
+		  until $session->{stdout} =~ /#round$round\n/ || $session->{timeout}->is_expired;
+		if ($session->{timeout}->is_expired)
+		{
+			dump_activity();
+			die "a consumer timed out; stdout: $session->{stdout}, stderr: $session->{stderr}";
+		}
+	}
+}
+round_of_deliveries() foreach 1 .. 2;    # while the move waits for s-open
+$opener->query_safe('COMMIT');
+ack($s_open->[0], 'applied');
+until (mover_done())
+{
+	die 'the move does not end' if $round > 2000;
+	round_of_deliveries();
+}
+my (undef, $move_err) = await_query($mover);
+is($move_err, '', 'the move succeeds while consumers deliver');
+note "consumers delivered $round rounds during the move; their errors:\n"
+  . join('', map { $_->{stderr} } values %consumers);
+
+# Every call that returned an outcome is acknowledged; the rest are redelivered.
+%applied = ();
+%acked = ();
+ack(@$_) foreach map { parse_script_output($_->{stdout}) } values %consumers;
+ack($_->[0], 'applied') foreach @s_before;
+ack($s_open->[0], 'applied');
+
+is(join(',', map { (shard_of($_))[1] } 'accounts', $inbox),
+	join(',', $dst->port, $dst->port),
+	'the accounts shard and its inbox shard now live on the destination');
+my (undef, undef, $inbox_shard) = shard_of($inbox);
+is( $dst->safe_psql('postgres', "SELECT count(*) FROM $inbox_shard"),
+	$c->safe_psql('postgres',
+		"SELECT count(*) FROM $inbox WHERE account_id IN (@{[ join ',', @moved_accounts ]})"),
+	'the destination\'s inbox shard holds every claim of the moved accounts');
+
+# Redeliveries of every message claimed before the move, on every route: all
+# duplicates, the moved accounts' included.
+my @claimed_before = (@s_before, $s_open);
+%session = (
+	coordinator => $consumer,
+	worker1 => $workers[0]->background_psql('postgres', on_error_stop => 0),
+	worker2 => $workers[1]->background_psql('postgres', on_error_stop => 0));
+my @after_move;
+foreach my $route (@routes)
+{
+	push @after_move,
+	  map { "$_->[0]:" . (deliver(session_of($route), route_sql($route), $_) // 'error') }
+	  @claimed_before;
+}
+is(join(' ', @after_move),
+	join(' ', map { "$_->[0]:duplicate" } (@claimed_before) x @routes),
+	'after the move every message claimed before it is a duplicate, on every route');
+
+# The broker redelivers what was not acknowledged, then everything is replayed.
+my @s = (@claimed_before, @s_run);
+my @redelivered_s =
+  map { "$_->[0]:" . (deliver($consumer, 'delegated', $_) // 'error') }
+  grep { !$acked{ $_->[0] } } @s;
+note 'redelivered after the move: ' . join(' ', @redelivered_s);
+is(join(' ', grep { /:error$/ } @redelivered_s), '', 'every redelivery after the move returns an outcome');
+ack(split /:/) foreach @redelivered_s;
+$i = 0;
+is( join(' ',
+		map { "$_->[0]:" . (deliver($consumer, $i++ % 2 ? 'direct' : 'delegated', $_) // 'error') } @s),
+	join(' ', map { "$_->[0]:duplicate" } @s),
+	'a replay of every message after the move: all duplicates');
+is(join(',', grep { ($applied{$_} // 0) > 1 } sort keys %applied), '',
+	'no message was acknowledged as applied twice during the move');
+expect_applied(@s);
+is(balances(), expected_balances(), 'balances after the move: every message applied once');
+is(claims('s'), claims_of(@s), 'the inbox holds one claim per message');
+
+$_->quit foreach (values %session, values %consumers, $opener, $mover);
 $_->stop for ($coordinator, @workers);
 done_testing();
