@@ -1,6 +1,7 @@
 -- The whole update chain: 0.1, with data in every table the extension knows about,
--- updated to 0.2, has exactly the member objects of a fresh 0.2 (installed in a
--- database of its own, so that no earlier test's grants count) and keeps every row.
+-- updated to 0.2 and then to the default version, has exactly the member objects of
+-- a fresh install of the default version (in a database of its own, so that no
+-- earlier test's grants count) and keeps every row.
 \set SHOW_CONTEXT never
 \set VERBOSITY default
 
@@ -144,17 +145,22 @@ ALTER EXTENSION idempotent_inbox UPDATE TO '0.2';
 SELECT extversion, extnamespace::regnamespace FROM pg_extension WHERE extname = 'idempotent_inbox';
 DROP TABLE inbox.not_ours;
 
--- Exactly the objects of a fresh 0.2: both lists are empty.
+-- 0.2 to 0.3: sharded inboxes; every existing inbox has no shard key.
+ALTER EXTENSION idempotent_inbox UPDATE TO '0.3';
+SELECT extversion FROM pg_extension WHERE extname = 'idempotent_inbox';
+SELECT count(*) AS inboxes, count(shard_key) AS sharded FROM inbox.registry;
+
+-- Exactly the objects of a fresh install: both lists are empty.
 SET search_path = pg_catalog;
-SELECT line AS only_in_fresh_0_2 FROM unnest(string_to_array(:'fresh', E'\x1e')) line
+SELECT line AS only_in_fresh FROM unnest(string_to_array(:'fresh', E'\x1e')) line
 EXCEPT SELECT line FROM (:describe) s(line) ORDER BY 1;
 SELECT line AS only_in_updated_0_1 FROM (:describe) s(line)
 EXCEPT SELECT line FROM unnest(string_to_array(:'fresh', E'\x1e')) line ORDER BY 1;
 RESET search_path;
 
--- Every row kept: both lists are empty.
+-- Every row kept: both lists are empty.  (shard_key is new, and NULL: counted above.)
 CREATE TEMP TABLE after_update AS
-SELECT 'registry' AS source, to_jsonb(r) - 'created_at' || jsonb_build_object('created_at', r.created_at::text) AS row
+SELECT 'registry' AS source, to_jsonb(r) - 'created_at' - 'shard_key' || jsonb_build_object('created_at', r.created_at::text) AS row
   FROM inbox.registry r
 UNION ALL SELECT 'positions', to_jsonb(p) FROM inbox.positions p
 UNION ALL SELECT 'by_text', to_jsonb(t) FROM app.by_text t
@@ -171,6 +177,8 @@ SELECT inbox.claim('app.by_text', 'a') AS dup_a, inbox.claim('app.by_text', 'c')
 SELECT inbox.result('app.by_text', 'b');
 SELECT inbox.claim('app.by_uuid', '00000000-0000-0000-0000-000000000001'::uuid) AS dup_uuid;
 SELECT m FROM inbox.claim_many('app.by_bigint', ARRAY[3, 4]::bigint[]) m;
+SELECT inbox.create_sharded_inbox('app.by_account', 'account_id', 'bigint') AS sharded_inbox;
+SELECT inbox.claim_sharded('app.by_account', 7, 'p1') AS fresh, inbox.claim_sharded('app.by_account', 7, 'p1') AS dup;
 SELECT status FROM inbox.acquire('app.by_text', 'lease-1', '1 hour');
 SELECT inbox.advance('app.by_bigint', 'orders', 0, 41) AS replayed, inbox.position('app.by_bigint', 'orders', 0);
 SELECT topic, "partition", "offset" FROM inbox.streams ORDER BY 1, 2;

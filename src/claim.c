@@ -28,6 +28,8 @@
  *				direct_access_allowed for this call		speculative insert, no executor
  *	SQL			otherwise (triggers, rules, RLS,		the probe first when it pays,
  *				partitions, snapshot isolation, ...)	then SQL_CLAIM (inbox_sql.c)
+ *	routed		before all of these, for a Citus		one statement that decides
+ *				table or a sharded inbox				alone (claim_routed.c)
  *
  *	probe		(within checked and SQL) one duplicate in four recently, or
  *				idempotent_inbox.force_path=probe; never under snapshot isolation
@@ -63,6 +65,7 @@
 #include "adaptive.h"
 #include "claim.h"
 #include "claim_direct.h"
+#include "claim_routed.h"
 #include "claim_row.h"
 #include "fingerprint.h"
 #include "inbox_sql.h"
@@ -246,6 +249,15 @@ claim_dispatch(InboxInfo *inbox, Datum message_id, bytea *fingerprint, bool conn
 	bool		checked = inbox->has_retention || fingerprint != NULL;
 	bool		claimed;
 
+	if (inbox->routed && fingerprint == NULL)
+	{
+		if (!connected)
+			spi_connect();
+		claimed = claim_routed(inbox, message_id, NULL);
+		if (!connected)
+			SPI_finish();
+		return claimed;
+	}
 	if (!checked && claim_directly(inbox, message_id, &claimed))
 		return claimed;
 
@@ -278,14 +290,39 @@ inbox_claim(PG_FUNCTION_ARGS)
 {
 	const CallSignature *sig = signature_of_call(fcinfo);
 	InboxInfo  *inbox = registry_lookup(fcinfo, 0, RowExclusiveLock, ACL_INSERT | ACL_SELECT);
-	Datum		id = message_id_from_arg(fcinfo, 1, sig->keytype, inbox);
-	bytea	   *fingerprint = fingerprint_arg(fcinfo, 2);
+	Datum		id;
+	bytea	   *fingerprint;
+
+	registry_check_shard_form(fcinfo, inbox, false);
+	id = message_id_from_arg(fcinfo, 1, sig->keytype, inbox);
+	fingerprint = fingerprint_arg(fcinfo, 2);
 
 	/* Comparing fingerprints reads the stored one, which a policy may hide. */
 	if (fingerprint != NULL)
-		registry_forbid_row_security(fcinfo, inbox);
+		registry_check_stored_reads(fcinfo, inbox);
 
 	PG_RETURN_BOOL(claim_dispatch(inbox, id, fingerprint, false));
+}
+
+/* claim of a sharded inbox: the shard key value, then the message id. */
+PG_FUNCTION_INFO_V1(inbox_claim_sharded);
+Datum
+inbox_claim_sharded(PG_FUNCTION_ARGS)
+{
+	const CallSignature *sig = signature_of_call(fcinfo);
+	InboxInfo  *inbox = registry_lookup(fcinfo, 0, RowExclusiveLock, ACL_INSERT | ACL_SELECT);
+	Datum		shard_key;
+	Datum		id;
+	bool		claimed;
+
+	registry_check_shard_form(fcinfo, inbox, true);
+	shard_key = claim_routed_shard_key(fcinfo, 1, inbox);
+	id = message_id_from_arg(fcinfo, sig->keyargno, sig->keytype, inbox);
+
+	spi_connect();
+	claimed = claim_routed(inbox, id, &shard_key);
+	SPI_finish();
+	PG_RETURN_BOOL(claimed);
 }
 
 /*
@@ -306,7 +343,7 @@ inbox_try_claim(PG_FUNCTION_ARGS)
 	const char *status;
 
 	/* Its answer comes from the stored row, which a policy may hide. */
-	registry_forbid_row_security(fcinfo, inbox);
+	registry_check_stored_reads(fcinfo, inbox);
 	claim_row_read(inbox, id, columns, &row);
 	if (row.state == ROW_INSERTING ||
 		(row.state == ROW_PRESENT && claim_row_lease_live(&row, GetCurrentTimestamp())))
@@ -407,6 +444,7 @@ static ArrayType *
 batch_argument(FunctionCallInfo fcinfo, const CallSignature *sig, InboxInfo *inbox,
 			   Datum **given, Datum **keys, int *nids)
 {
+	int			argno = sig->keyargno;
 	ArrayType  *input;
 	int16		typlen;
 	bool		typbyval;
@@ -415,7 +453,7 @@ batch_argument(FunctionCallInfo fcinfo, const CallSignature *sig, InboxInfo *inb
 	bool	   *nulls;
 	int			n;
 
-	if (PG_ARGISNULL(1))
+	if (PG_ARGISNULL(argno))
 		ereport(ERROR,
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 				 errmsg("message ids must not be null")));
@@ -425,11 +463,11 @@ batch_argument(FunctionCallInfo fcinfo, const CallSignature *sig, InboxInfo *inb
 	 */
 	if (sig->keyargtype == TEXTOID)
 		input = DatumGetArrayTypeP(OidFunctionCall3(F_ARRAY_IN,
-													CStringGetDatum(TextDatumGetCString(PG_GETARG_DATUM(1))),
+													CStringGetDatum(TextDatumGetCString(PG_GETARG_DATUM(argno))),
 													ObjectIdGetDatum(TEXTOID),
 													Int32GetDatum(-1)));
 	else
-		input = PG_GETARG_ARRAYTYPE_P(1);
+		input = PG_GETARG_ARRAYTYPE_P(argno);
 	if (ARR_NDIM(input) > 1)
 		ereport(ERROR,
 				(errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),
@@ -453,16 +491,17 @@ batch_argument(FunctionCallInfo fcinfo, const CallSignature *sig, InboxInfo *inb
 
 /*
  * Claim the batch in one statement, and put the ids it inserted into fresh,
- * copied into the caller's memory before SPI_finish frees SPI's.
+ * copied into the caller's memory before SPI_finish frees SPI's.  shard_key is
+ * the value of every id of the batch in a sharded inbox, else NULL.
  */
 static void
-claim_many_insert(InboxInfo *inbox, ArrayType *batch, int nids, HTAB *fresh)
+claim_many_insert(InboxInfo *inbox, ArrayType *batch, int nids, HTAB *fresh,
+				  const Datum *shard_key)
 {
 	MemoryContext callcxt = CurrentMemoryContext;
 	MemoryContext oldcxt;
 	int16		keylen;
 	bool		keybyval;
-	Datum		arg;
 
 	get_typlenbyval(inbox->keytype, &keylen, &keybyval);
 
@@ -470,18 +509,22 @@ claim_many_insert(InboxInfo *inbox, ArrayType *batch, int nids, HTAB *fresh)
 	if (inbox->has_retention)
 	{
 		TimestampTz now = GetCurrentTimestamp();
-		Datum		values[3] = {PointerGetDatum(batch),
+		Datum		values[5] = {PointerGetDatum(batch),
 								 TimestampTzGetDatum(retention_cutoff(inbox, now)),
-								 TimestampTzGetDatum(now)};
+								 TimestampTzGetDatum(now),
+								 TimestampTzGetDatum(GetCurrentTransactionStartTimestamp()),
+								 shard_key ? *shard_key : (Datum) 0};
 
 		registry_check_window_rights(inbox);
 
-		inbox_sql_execute(inbox, SQL_CLAIM_MANY_WINDOW, values, NULL);
+		inbox_sql_execute(inbox, shard_key ? SQL_SHARDED_CLAIM_MANY_WINDOW : SQL_CLAIM_MANY_WINDOW,
+						  values, NULL);
 	}
 	else
 	{
-		arg = PointerGetDatum(batch);
-		inbox_sql_execute(inbox, SQL_CLAIM_MANY, &arg, NULL);
+		Datum		values[2] = {PointerGetDatum(batch), shard_key ? *shard_key : (Datum) 0};
+
+		inbox_sql_execute(inbox, shard_key ? SQL_SHARDED_CLAIM_MANY : SQL_CLAIM_MANY, values, NULL);
 	}
 	stats_count(inbox, COUNT_CLAIMS, SPI_processed);
 	stats_count(inbox, COUNT_DUPLICATES, nids - (int64) SPI_processed);
@@ -500,6 +543,24 @@ claim_many_insert(InboxInfo *inbox, ArrayType *batch, int nids, HTAB *fresh)
 	SPI_finish();
 }
 
+/* Does the inbox hold a claim of the id, committed or of this transaction? */
+static bool
+claimed_already(InboxInfo *inbox, Datum id, const Datum *shard_key)
+{
+	ClaimRow	row;
+	bool		exists;
+
+	if (!inbox->routed)
+	{
+		claim_row_read(inbox, id, false, &row);
+		return row.state != ROW_ABSENT;
+	}
+	spi_connect();
+	exists = claim_routed_exists(inbox, id, shard_key);
+	SPI_finish();
+	return exists;
+}
+
 /*
  * claim_many's result: the fresh ids, as given, in input order.  Removing each
  * id as it is reported drops repeats; an id that was not inserted is a
@@ -507,7 +568,7 @@ claim_many_insert(InboxInfo *inbox, ArrayType *batch, int nids, HTAB *fresh)
  */
 static void
 claim_many_report(ReturnSetInfo *rsinfo, const CallSignature *sig, InboxInfo *inbox,
-				  Datum *given, Datum *keys, int nids, HTAB *fresh)
+				  Datum *given, Datum *keys, int nids, HTAB *fresh, const Datum *shard_key)
 {
 	Tuplestorestate *store;
 	TupleDesc	tupdesc;
@@ -531,14 +592,10 @@ claim_many_report(ReturnSetInfo *rsinfo, const CallSignature *sig, InboxInfo *in
 
 			tuplestore_putvalues(store, tupdesc, &given[i], &isnull);
 		}
-		else if (inbox->insert_triggers)
+		else if (inbox->insert_triggers && !claimed_already(inbox, keys[i], shard_key))
 		{
-			/* Not inserted: a duplicate, unless a trigger skipped it. */
-			ClaimRow	row;
-
-			claim_row_read(inbox, keys[i], false, &row);
-			if (row.state == ROW_ABSENT)
-				claim_row_suppressed(inbox, keys[i]);
+			/* Not inserted, and not there: a trigger skipped it. */
+			claim_row_suppressed(inbox, keys[i]);
 		}
 	}
 
@@ -555,13 +612,14 @@ claim_many_report(ReturnSetInfo *rsinfo, const CallSignature *sig, InboxInfo *in
 	rsinfo->setDesc = tupdesc;
 }
 
-PG_FUNCTION_INFO_V1(inbox_claim_many);
-Datum
-inbox_claim_many(PG_FUNCTION_ARGS)
+/* claim_many and claim_many_sharded: the batch is the argument after the shard key, if any. */
+static Datum
+claim_many_common(FunctionCallInfo fcinfo, bool sharded)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	const CallSignature *sig = signature_of_call(fcinfo);
 	InboxInfo  *inbox = registry_lookup(fcinfo, 0, RowExclusiveLock, ACL_INSERT | ACL_SELECT);
+	Datum		shard_key = (Datum) 0;
 	Datum	   *given;
 	Datum	   *keys;
 	int			nids;
@@ -572,11 +630,29 @@ inbox_claim_many(PG_FUNCTION_ARGS)
 		(rsinfo->allowedModes & SFRM_Materialize) == 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("claim_many must be called in a context that accepts a set")));
+				 errmsg("%s must be called in a context that accepts a set",
+						sharded ? "claim_many_sharded" : "claim_many")));
 
+	registry_check_shard_form(fcinfo, inbox, sharded);
+	if (sharded)
+		shard_key = claim_routed_shard_key(fcinfo, 1, inbox);
 	batch = batch_argument(fcinfo, sig, inbox, &given, &keys, &nids);
 	fresh = fresh_ids_set(nids);
-	claim_many_insert(inbox, batch, nids, fresh);
-	claim_many_report(rsinfo, sig, inbox, given, keys, nids, fresh);
+	claim_many_insert(inbox, batch, nids, fresh, sharded ? &shard_key : NULL);
+	claim_many_report(rsinfo, sig, inbox, given, keys, nids, fresh, sharded ? &shard_key : NULL);
 	return (Datum) 0;
+}
+
+PG_FUNCTION_INFO_V1(inbox_claim_many);
+Datum
+inbox_claim_many(PG_FUNCTION_ARGS)
+{
+	return claim_many_common(fcinfo, false);
+}
+
+PG_FUNCTION_INFO_V1(inbox_claim_many_sharded);
+Datum
+inbox_claim_many_sharded(PG_FUNCTION_ARGS)
+{
+	return claim_many_common(fcinfo, true);
 }

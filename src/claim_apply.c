@@ -30,14 +30,19 @@
 
 #include "inbox.h"
 #include "claim.h"
+#include "claim_routed.h"
 #include "message_id.h"
 #include "registry.h"
 #include "signature.h"
 #include "spi_util.h"
 #include "statement_cache.h"
 
-#define STATEMENT_ARG 2
-#define FIRST_VALUE_ARG 3
+/*
+ * The statement is the argument after the message id; the _sharded forms take a
+ * shard key before the id, which moves both one place on.
+ */
+#define STATEMENT_ARG(sig)		((sig)->keyargno + 1)
+#define FIRST_VALUE_ARG(sig)	((sig)->keyargno + 2)
 
 typedef struct StatementArgs
 {
@@ -81,7 +86,7 @@ args_set(StatementArgs *args, int i, Oid type, Datum value, bool isnull)
 
 /* The elements of a variadic array. */
 static void
-args_from_array(StatementArgs *args, FunctionCallInfo fcinfo)
+args_from_array(StatementArgs *args, FunctionCallInfo fcinfo, int first)
 {
 	ArrayType  *array;
 	Oid			elemtype;
@@ -93,13 +98,13 @@ args_from_array(StatementArgs *args, FunctionCallInfo fcinfo)
 	int			n;
 
 	/* VARIADIC NULL means no arguments, as for format(). */
-	if (PG_ARGISNULL(FIRST_VALUE_ARG))
+	if (PG_ARGISNULL(first))
 	{
 		args_alloc(args, 0);
 		return;
 	}
 
-	array = PG_GETARG_ARRAYTYPE_P(FIRST_VALUE_ARG);
+	array = PG_GETARG_ARRAYTYPE_P(first);
 	elemtype = ARR_ELEMTYPE(array);
 	get_typlenbyvalalign(elemtype, &typlen, &typbyval, &typalign);
 	deconstruct_array(array, elemtype, typlen, typbyval, typalign, &elems, &elemnulls, &n);
@@ -111,12 +116,12 @@ args_from_array(StatementArgs *args, FunctionCallInfo fcinfo)
 
 /* Spread "any" arguments, each with the type the parser gave it. */
 static void
-args_from_spread(StatementArgs *args, FunctionCallInfo fcinfo)
+args_from_spread(StatementArgs *args, FunctionCallInfo fcinfo, int first)
 {
-	args_alloc(args, PG_NARGS() - FIRST_VALUE_ARG);
+	args_alloc(args, PG_NARGS() - first);
 	for (int i = 0; i < args->nargs; i++)
 	{
-		int			argno = FIRST_VALUE_ARG + i;
+		int			argno = first + i;
 		Oid			type = get_fn_expr_argtype(fcinfo->flinfo, argno);
 
 		if (!OidIsValid(type))
@@ -129,23 +134,23 @@ args_from_spread(StatementArgs *args, FunctionCallInfo fcinfo)
 static void
 statement_args(StatementArgs *args, FunctionCallInfo fcinfo, const CallSignature *sig)
 {
-	if (PG_NARGS() <= FIRST_VALUE_ARG)
+	if (PG_NARGS() <= FIRST_VALUE_ARG(sig))
 		args_alloc(args, 0);
 	else if (sig->variadic_type == TEXTOID || get_fn_expr_variadic(fcinfo->flinfo))
-		args_from_array(args, fcinfo);
+		args_from_array(args, fcinfo, FIRST_VALUE_ARG(sig));
 	else
-		args_from_spread(args, fcinfo);
+		args_from_spread(args, fcinfo, FIRST_VALUE_ARG(sig));
 }
 
 /* The statement is what the effect is: it must be there. */
 static const char *
-statement_source(FunctionCallInfo fcinfo)
+statement_source(FunctionCallInfo fcinfo, const CallSignature *sig)
 {
-	if (PG_ARGISNULL(STATEMENT_ARG))
+	if (PG_ARGISNULL(STATEMENT_ARG(sig)))
 		ereport(ERROR,
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 				 errmsg("statement must not be null")));
-	return text_to_cstring(PG_GETARG_TEXT_PP(STATEMENT_ARG));
+	return text_to_cstring(PG_GETARG_TEXT_PP(STATEMENT_ARG(sig)));
 }
 
 /*
@@ -155,14 +160,15 @@ statement_source(FunctionCallInfo fcinfo)
  * claim_apply and evict plans, never this one.
  */
 static bool
-claim_then_apply(InboxInfo *inbox, Datum id, StatementPlan *statement, StatementArgs *args)
+claim_then_apply(InboxInfo *inbox, Datum id, const Datum *shard_key, StatementPlan *statement,
+				 StatementArgs *args)
 {
 	volatile bool claimed = false;
 
 	PG_TRY();
 	{
 		statement_cache_convert_args(statement, args->values, args->nulls);
-		claimed = claim_one(inbox, id, NULL);
+		claimed = shard_key ? claim_routed(inbox, id, shard_key) : claim_one(inbox, id, NULL);
 		if (claimed)
 			statement_cache_execute(statement, args->values, args->nulls);
 	}
@@ -174,23 +180,29 @@ claim_then_apply(InboxInfo *inbox, Datum id, StatementPlan *statement, Statement
 	return claimed;
 }
 
-PG_FUNCTION_INFO_V1(inbox_claim_apply);
-Datum
-inbox_claim_apply(PG_FUNCTION_ARGS)
+/* claim_apply and claim_apply_sharded, which takes the shard key value second. */
+static Datum
+claim_apply_common(FunctionCallInfo fcinfo, bool sharded)
 {
 	const CallSignature *sig = signature_of_call(fcinfo);
 	InboxInfo  *inbox = registry_lookup(fcinfo, 0, RowExclusiveLock, ACL_INSERT | ACL_SELECT);
-	Datum		id = message_id_from_arg(fcinfo, 1, sig->keytype, inbox);
-	const char *source = statement_source(fcinfo);
+	Datum		shard_key = (Datum) 0;
+	Datum		id;
+	const char *source;
 	StatementArgs args;
 	StatementPlan *statement;
 	bool		claimed;
 
+	registry_check_shard_form(fcinfo, inbox, sharded);
+	if (sharded)
+		shard_key = claim_routed_shard_key(fcinfo, 1, inbox);
+	id = message_id_from_arg(fcinfo, sig->keyargno, sig->keytype, inbox);
+	source = statement_source(fcinfo, sig);
 	statement_args(&args, fcinfo, sig);
 
 	spi_connect();
 	statement = statement_cache_get(source, args.nargs, args.types);
-	claimed = claim_then_apply(inbox, id, statement, &args);
+	claimed = claim_then_apply(inbox, id, sharded ? &shard_key : NULL, statement, &args);
 	SPI_finish();
 
 	/*
@@ -200,4 +212,18 @@ inbox_claim_apply(PG_FUNCTION_ARGS)
 	 */
 	AcceptInvalidationMessages();
 	PG_RETURN_DATUM(signature_enum_label(sig->rettype, claimed ? "applied" : "duplicate"));
+}
+
+PG_FUNCTION_INFO_V1(inbox_claim_apply);
+Datum
+inbox_claim_apply(PG_FUNCTION_ARGS)
+{
+	return claim_apply_common(fcinfo, false);
+}
+
+PG_FUNCTION_INFO_V1(inbox_claim_apply_sharded);
+Datum
+inbox_claim_apply_sharded(PG_FUNCTION_ARGS)
+{
+	return claim_apply_common(fcinfo, true);
 }

@@ -96,6 +96,12 @@ claim_row_read(InboxInfo *inbox, Datum message_id, bool columns, ClaimRow *row)
 	ScanKeyData key;
 	ColumnsArg	arg = {inbox, row};
 
+	/* The entry points refuse these inboxes first (registry_check_stored_reads). */
+	if (inbox->routed)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("claims of inbox \"%s\" cannot be read directly", get_rel_name(inbox->relid)),
+				 errdetail("It is sharded or distributed by Citus.")));
 	memset(row, 0, sizeof(ClaimRow));
 	ScanKeyInit(&key, 1, BTEqualStrategyNumber, inbox->key_eq, message_id);
 	key.sk_collation = index->rd_indcollation[0];
@@ -181,24 +187,36 @@ claim_row_stored(InboxInfo *inbox, Datum message_id, uint64 stored)
 		return stored == 1;
 	if (stored == 1)
 	{
-		bool		isnull;
-		Datum		written = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1,
-										   &isnull);
-
-		if (isnull || !DatumGetBool(OidFunctionCall2Coll(inbox->key_eq, DEFAULT_COLLATION_OID,
-														 written, message_id)))
-			ereport(ERROR,
-					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-					 errmsg("a trigger on inbox \"%s\" changed the id of the claim of \"%s\"",
-							get_rel_name(inbox->relid), message_id_to_cstring(inbox, message_id)),
-					 errdetail("A claim must be stored under the id it was made for."),
-					 errhint("Make BEFORE INSERT triggers on the inbox leave message_id alone.")));
+		claim_row_check_written(inbox, message_id);
 		return true;
 	}
 	claim_row_read(inbox, message_id, false, &row);
 	if (row.state == ROW_ABSENT)
 		claim_row_suppressed(inbox, message_id);
 	return false;
+}
+
+/*
+ * The claim's INSERT returned the id it stored (in SPI_tuptable): the one it was
+ * made for, unless a BEFORE INSERT trigger changed it.
+ */
+void
+claim_row_check_written(InboxInfo *inbox, Datum message_id)
+{
+	bool		isnull;
+	Datum		written;
+
+	if (!inbox->insert_triggers)
+		return;
+	written = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
+	if (isnull || !DatumGetBool(OidFunctionCall2Coll(inbox->key_eq, DEFAULT_COLLATION_OID,
+													 written, message_id)))
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("a trigger on inbox \"%s\" changed the id of the claim of \"%s\"",
+						get_rel_name(inbox->relid), message_id_to_cstring(inbox, message_id)),
+				 errdetail("A claim must be stored under the id it was made for."),
+				 errhint("Make BEFORE INSERT triggers on the inbox leave message_id alone.")));
 }
 
 /* The claim's INSERT (or UPDATE) changed no row, yet nothing holds the id. */

@@ -11,6 +11,7 @@
 extern void claim_row_read(InboxInfo *inbox, Datum message_id, bool columns, ClaimRow *row);
 extern void claim_row_wait(InboxInfo *inbox, const ClaimRow *row);
 extern bool claim_row_stored(InboxInfo *inbox, Datum message_id, uint64 stored);
+extern void claim_row_check_written(InboxInfo *inbox, Datum message_id);
 pg_noreturn extern void claim_row_suppressed(InboxInfo *inbox, Datum message_id);
 extern void claim_row_retry(InboxInfo *inbox, Datum message_id, int *retries);
 extern bool claim_row_expired(const InboxInfo *inbox, const ClaimRow *row, TimestampTz now);

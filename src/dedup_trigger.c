@@ -303,6 +303,12 @@ dedup_target(FunctionCallInfo fcinfo)
 	inbox = registry_lookup_relid(fcinfo, lock_trigger_inbox(data), RowExclusiveLock,
 								  ACL_INSERT | ACL_SELECT);
 
+	if (inbox->shard_attnum != InvalidAttrNumber)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("dedup_trigger() does not support sharded inbox \"%s\"",
+						get_rel_name(inbox->relid)),
+				 errhint("Give the trigger an inbox without a shard key.")));
 	target = MemoryContextAlloc(fcinfo->flinfo->fn_mcxt, sizeof(DedupTarget));
 	target->inbox = inbox->relid;
 	resolve_column(target, data, inbox, args[1]);

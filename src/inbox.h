@@ -66,6 +66,16 @@ typedef enum InboxStatement
 	SQL_RESULT,
 	SQL_PURGE,
 	SQL_OLDEST,
+	/* Routed claims (claim_routed.c): one statement each, which Citus can route. */
+	SQL_CLAIM_WINDOW,			/* a claim that renews an expired one in place */
+	SQL_EXISTS,					/* is the id claimed? (after a trigger skipped it) */
+	SQL_PURGE_DISTRIBUTED,		/* purge as one distributed DELETE */
+	/* The same statements for an inbox with a shard key; it is their last $n. */
+	SQL_SHARDED_CLAIM,
+	SQL_SHARDED_CLAIM_WINDOW,
+	SQL_SHARDED_CLAIM_MANY,
+	SQL_SHARDED_CLAIM_MANY_WINDOW,
+	SQL_SHARDED_EXISTS,
 	SQL_NUM_STATEMENTS
 } InboxStatement;
 
@@ -105,6 +115,13 @@ typedef struct InboxInfo
 	MemoryContext cxt;			/* what a load allocates, freed with the entry's
 								 * plans only once no call can be using them */
 	AttrNumber	key_attnum;		/* message_id */
+	AttrNumber	shard_attnum;	/* the shard key, first in the primary key; 0 if none */
+	Oid			shard_type;
+	char	   *shard_column;	/* its quoted name, in cxt; NULL if none */
+	bool		distributed;	/* a Citus table: its rows live in shards */
+	bool		routed;			/* every claim is one SQL statement, with nothing read
+								 * or written directly: distributed, or with a shard
+								 * key (claim_routed.c) */
 	bool		direct_shape;	/* claims may skip the executor (claim_direct.c) */
 	bool		insert_triggers;	/* BEFORE INSERT row triggers, which may skip or
 									 * change a claim's row */

@@ -31,6 +31,8 @@
 
 #include "compat.h"
 #include "inbox.h"
+#include "inbox_shape.h"
+#include "inbox_sql.h"
 #include "registry.h"
 #include "retention.h"
 #include "spi_util.h"
@@ -164,17 +166,20 @@ admin_registry_write(FunctionCallInfo fcinfo, const char *sql, int nargs, Oid *a
 
 static void
 admin_insert_registry_row(FunctionCallInfo fcinfo, Oid relid, Oid keytype, Datum retention,
-						  bool retention_null)
+						  bool retention_null, const char *shard_key)
 {
-	Oid			argtypes[3] = {REGCLASSOID, REGTYPEOID, INTERVALOID};
-	Datum		values[3] = {ObjectIdGetDatum(relid), ObjectIdGetDatum(keytype), retention};
-	char		nulls[3] = {' ', ' ', retention_null ? 'n' : ' '};
+	Oid			argtypes[4] = {REGCLASSOID, REGTYPEOID, INTERVALOID, NAMEOID};
+	Datum		values[4] = {ObjectIdGetDatum(relid), ObjectIdGetDatum(keytype), retention,
+							 shard_key ? DirectFunctionCall1(namein, CStringGetDatum(shard_key)) : (Datum) 0};
+	char		nulls[4] = {' ', ' ', retention_null ? 'n' : ' ', shard_key ? ' ' : 'n'};
 
+	/* Only 0.3's create_sharded_inbox names a shard key: 0.2's registry has no column for it. */
 	admin_registry_write(fcinfo,
-						 psprintf("INSERT INTO %s.registry (relid, key_type, retention) "
-								  "VALUES ($1, $2, $3)",
-								  quote_identifier(admin_extension_schema(fcinfo))),
-						 3, argtypes, values, nulls, SPI_OK_INSERT);
+						 psprintf("INSERT INTO %s.registry (relid, key_type, retention%s) "
+								  "VALUES ($1, $2, $3%s)",
+								  quote_identifier(admin_extension_schema(fcinfo)),
+								  shard_key ? ", shard_key" : "", shard_key ? ", $4" : ""),
+						 shard_key ? 4 : 3, argtypes, values, nulls, SPI_OK_INSERT);
 }
 
 /* set_retention's write; SPI must be connected. */
@@ -193,29 +198,72 @@ admin_update_retention(FunctionCallInfo fcinfo, Oid relid, Datum retention,
 						 2, argtypes, values, nulls, SPI_OK_UPDATE);
 }
 
-PG_FUNCTION_INFO_V1(inbox_create_inbox);
-Datum
-inbox_create_inbox(PG_FUNCTION_ARGS)
+/*
+ * A shard key is a column of the inbox: a name of its own, which create_inbox's
+ * columns do not already use.
+ */
+static char *
+admin_shard_key(FunctionCallInfo fcinfo, int argno)
+{
+	char	   *name;
+
+	if (PG_ARGISNULL(argno))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("shard key must not be null")));
+	name = text_to_cstring(PG_GETARG_TEXT_PP(argno));
+	if (name[0] == '\0')
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_NAME),
+				 errmsg("shard key must not be empty")));
+	if (strlen(name) >= NAMEDATALEN)
+		ereport(ERROR,
+				(errcode(ERRCODE_NAME_TOO_LONG),
+				 errmsg("shard key is too long"),
+				 errdetail("A column name is at most %d bytes.", NAMEDATALEN - 1)));
+	if (strcmp(name, "message_id") == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_DUPLICATE_COLUMN),
+				 errmsg("shard key \"%s\" is a column of every inbox", name),
+				 errhint("Name the shard key after the column it stands for, such as account_id.")));
+	for (int c = 0; c < INBOX_NUM_COLUMNS; c++)
+		if (strcmp(name, inbox_sql_column_names[c]) == 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_DUPLICATE_COLUMN),
+					 errmsg("shard key \"%s\" is a column of every inbox", name),
+					 errhint("Name the shard key after the column it stands for, such as account_id.")));
+	return name;
+}
+
+/*
+ * create_inbox and create_sharded_inbox.  The arguments: the name, the key type
+ * and the retention at name_arg, keytype_arg and retention_arg; shard_key is
+ * NULL for an inbox without one.
+ */
+static Oid
+admin_create(FunctionCallInfo fcinfo, int keytype_arg, int retention_arg,
+			 const char *shard_key, Oid shard_type)
 {
 	RangeVar   *rv;
 	Oid			nspid;
 	Oid			keytype;
 	Oid			relid;
 	char	   *qualname;
+	char	   *sharding = "";
 	int			rc;
 
 	if (PG_ARGISNULL(0))
 		ereport(ERROR,
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 				 errmsg("inbox name must not be null")));
-	if (PG_ARGISNULL(1))
+	if (PG_ARGISNULL(keytype_arg))
 		ereport(ERROR,
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 				 errmsg("inbox key type must not be null")));
-	keytype = PG_GETARG_OID(1);
+	keytype = PG_GETARG_OID(keytype_arg);
 	CheckKeyType(keytype);
-	if (!PG_ARGISNULL(2))
-		admin_check_retention(PG_GETARG_INTERVAL_P(2));
+	if (!PG_ARGISNULL(retention_arg))
+		admin_check_retention(PG_GETARG_INTERVAL_P(retention_arg));
 
 	rv = makeRangeVarFromNameList(admin_inbox_name(PG_GETARG_TEXT_PP(0)));
 	nspid = RangeVarGetCreationNamespace(rv);
@@ -228,19 +276,33 @@ inbox_create_inbox(PG_FUNCTION_ARGS)
 				 errhint("Create it in a schema of your own.")));
 	qualname = quote_qualified_identifier(get_namespace_name(nspid), rv->relname);
 
+	/*
+	 * A sharded inbox: the shard key leads the primary key, and the marker
+	 * constraint tells every node of a Citus cluster that the table is an inbox
+	 * (inbox_shape.h).
+	 */
+	if (shard_key != NULL)
+		sharding = psprintf("%s %s NOT NULL, ", quote_identifier(shard_key),
+							format_type_be_qualified(shard_type));
+
 	spi_connect();
 
 	/* The caller's rights: CREATE on the schema, and the caller owns the result. */
-	rc = SPI_execute(psprintf("CREATE TABLE %s ("
-							  "message_id %s PRIMARY KEY, "
+	rc = SPI_execute(psprintf("CREATE TABLE %s (%s"
+							  "message_id %s%s, "
 							  "claimed_at pg_catalog.timestamptz NOT NULL DEFAULT pg_catalog.now(), "
 							  "fingerprint pg_catalog.bytea, "
 							  "result pg_catalog.jsonb, "
 							  "token pg_catalog.int8, "
 							  "lease_until pg_catalog.timestamptz, "
 							  "holder_pid pg_catalog.int4, "
-							  "holder_started pg_catalog.timestamptz)",
-							  qualname, format_type_be_qualified(keytype)),
+							  "holder_started pg_catalog.timestamptz%s)",
+							  qualname, sharding, format_type_be_qualified(keytype),
+							  shard_key ? " NOT NULL" : " PRIMARY KEY",
+							  shard_key ? psprintf(", CONSTRAINT " INBOX_MARKER
+												   " CHECK (message_id IS NOT NULL), "
+												   "PRIMARY KEY (%s, message_id)",
+												   quote_identifier(shard_key)) : ""),
 					 false, 0);
 	if (rc != SPI_OK_UTILITY)
 		elog(ERROR, "CREATE TABLE returned %s", SPI_result_code_string(rc));
@@ -248,15 +310,43 @@ inbox_create_inbox(PG_FUNCTION_ARGS)
 	relid = get_relname_relid(rv->relname, nspid);
 	if (!OidIsValid(relid))
 		elog(ERROR, "inbox \"%s\" vanished after creation", qualname);
-	if (!PG_ARGISNULL(2))
+	if (!PG_ARGISNULL(retention_arg))
 		retention_index_create(relid);
 	stats_forget(relid);
 
 	admin_insert_registry_row(fcinfo, relid, keytype,
-						PG_ARGISNULL(2) ? (Datum) 0 : PG_GETARG_DATUM(2), PG_ARGISNULL(2));
+							  PG_ARGISNULL(retention_arg) ? (Datum) 0 : PG_GETARG_DATUM(retention_arg),
+							  PG_ARGISNULL(retention_arg), shard_key);
 	SPI_finish();
 
-	PG_RETURN_OID(relid);
+	return relid;
+}
+
+PG_FUNCTION_INFO_V1(inbox_create_inbox);
+Datum
+inbox_create_inbox(PG_FUNCTION_ARGS)
+{
+	PG_RETURN_OID(admin_create(fcinfo, 1, 2, NULL, InvalidOid));
+}
+
+/* create_sharded_inbox(name, shard_key, shard_key_type, key_type, retention) */
+PG_FUNCTION_INFO_V1(inbox_create_sharded_inbox);
+Datum
+inbox_create_sharded_inbox(PG_FUNCTION_ARGS)
+{
+	char	   *shard_key = admin_shard_key(fcinfo, 1);
+	Oid			shard_type;
+
+	if (PG_ARGISNULL(2))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("shard key type must not be null")));
+	shard_type = PG_GETARG_OID(2);
+	if (!SearchSysCacheExists1(TYPEOID, ObjectIdGetDatum(shard_type)))
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("type with OID %u does not exist", shard_type)));
+	PG_RETURN_OID(admin_create(fcinfo, 3, 4, shard_key, shard_type));
 }
 
 /* Only the owner may drop or alter, and must be known to be before we lock. */

@@ -14,9 +14,10 @@
  *	- an ordinary, permanent table (claims must survive a crash);
  *	- message_id of exactly the registered key type, and for text a
  *	  deterministic collation (equal ids must have equal bytes);
- *	- a primary key on exactly (message_id): one column, no expression or
- *	  predicate, btree with the type's default operator class and a
- *	  deterministic collation, checked immediately, valid;
+ *	- a primary key on exactly (message_id), or (shard key, message_id) for a
+ *	  sharded inbox: no expression or predicate, btree with the types' default
+ *	  operator classes and deterministic collations, checked immediately, valid;
+ *	- for a sharded inbox, its marker constraint (inbox_shape_has_marker);
  *	- claimed_at, timestamptz;
  *	- each lease column, when present, of exactly its type (they may be missing
  *	  in inboxes made before they existed; lease features then say so).
@@ -109,25 +110,36 @@ column_of_type(Relation rel, const char *name, Oid typid, bool required, char **
 	return InvalidAttrNumber;
 }
 
-/* The operator class of a one-column index. */
+/* The operator class of column i of an index. */
 static Oid
-opclass_of(Relation index)
+opclass_of(Relation index, int i)
 {
 	bool		isnull;
 	Datum		indclass = SysCacheGetAttr(INDEXRELID, index->rd_indextuple,
 										   Anum_pg_index_indclass, &isnull);
 
-	return isnull ? InvalidOid : ((oidvector *) DatumGetPointer(indclass))->values[0];
+	return isnull ? InvalidOid : ((oidvector *) DatumGetPointer(indclass))->values[i];
 }
 
-/* The primary key must be exactly the one create_inbox made. */
+/* Is column i of the index a plain btree column of its type's default operator class? */
+static bool
+plain_btree_column(Relation index, int i, Oid type)
+{
+	return opclass_of(index, i) == GetDefaultOpClass(type, BTREE_AM_OID);
+}
+
+/*
+ * The primary key must be exactly the one create_inbox made: (message_id), or
+ * (shard key, message_id) for a sharded inbox.
+ */
 static Oid
-check_primary_key(Relation rel, AttrNumber key_attnum, Oid keytype, RegProcedure *key_eq,
-				  char **problem_out)
+check_primary_key(Relation rel, InboxInfo *inbox, char **problem_out)
 {
 	Oid			pkindex = compat_immediate_primary_key(rel);
 	Relation	index;
 	Form_pg_index form;
+	int			ncols = inbox->shard_attnum != InvalidAttrNumber ? 2 : 1;
+	int			keycol = ncols - 1;
 	Oid			eqop;
 	char	   *problem = NULL;
 
@@ -141,27 +153,32 @@ check_primary_key(Relation rel, AttrNumber key_attnum, Oid keytype, RegProcedure
 
 	index = index_open(pkindex, AccessShareLock);
 	form = index->rd_index;
-	if (form->indnatts != 1 || form->indnkeyatts != 1 || form->indkey.values[0] != key_attnum)
-		problem = "Its primary key is not exactly (message_id).";
+	if (form->indnatts != ncols || form->indnkeyatts != ncols ||
+		form->indkey.values[keycol] != inbox->key_attnum ||
+		(ncols == 2 && form->indkey.values[0] != inbox->shard_attnum))
+		problem = ncols == 1 ? "Its primary key is not exactly (message_id)." :
+			psprintf("Its primary key is not exactly (%s, message_id).", inbox->shard_column);
 	else if (!heap_attisnull(index->rd_indextuple, Anum_pg_index_indexprs, NULL) ||
 			 !heap_attisnull(index->rd_indextuple, Anum_pg_index_indpred, NULL))
 		problem = "Its primary key has an expression or a predicate.";
 	else if (index->rd_rel->relam != BTREE_AM_OID ||
-			 opclass_of(index) != GetDefaultOpClass(keytype, BTREE_AM_OID))
-		problem = "Its primary key does not use the default btree operator class of the key type.";
-	else if (!collation_ok(index->rd_indcollation[0]))
+			 !plain_btree_column(index, keycol, inbox->keytype) ||
+			 (ncols == 2 && !plain_btree_column(index, 0, inbox->shard_type)))
+		problem = "Its primary key does not use the default btree operator classes of its types.";
+	else if (!collation_ok(index->rd_indcollation[keycol]) ||
+			 (ncols == 2 && !collation_ok(index->rd_indcollation[0])))
 		problem = "Its primary key has a nondeterministic collation.";
 	else if (!form->indimmediate || !form->indisvalid || !form->indisready)
 		problem = "Its primary key is deferrable or not valid.";
 
 	if (problem == NULL)
 	{
-		eqop = get_opfamily_member(index->rd_opfamily[0], keytype, keytype,
+		eqop = get_opfamily_member(index->rd_opfamily[keycol], inbox->keytype, inbox->keytype,
 								   BTEqualStrategyNumber);
 		if (!OidIsValid(eqop))
 			problem = "Its primary key has no equality operator.";
 		else
-			*key_eq = get_opcode(eqop);
+			inbox->key_eq = get_opcode(eqop);
 	}
 	index_close(index, AccessShareLock);
 	*problem_out = problem;
@@ -169,12 +186,71 @@ check_primary_key(Relation rel, AttrNumber key_attnum, Oid keytype, RegProcedure
 }
 
 /*
- * Fill the table facts of an entry (pkindex, key_eq, key_attnum, columns) from
- * rel, whose registered key type is inbox->keytype.  Returns NULL, or what is
- * wrong, as a sentence for inbox_shape_error.
+ * The first column of a two-column primary key whose second is message_id: the
+ * shard key of an inbox known only by its marker.  NULL otherwise.
  */
 char *
-inbox_shape_problem(Relation rel, InboxInfo *inbox)
+inbox_shape_shard_key(Relation rel)
+{
+	Oid			pkindex = compat_immediate_primary_key(rel);
+	Relation	index;
+	char	   *shard_key = NULL;
+
+	if (!OidIsValid(pkindex))
+		return NULL;
+	index = index_open(pkindex, AccessShareLock);
+	if (index->rd_index->indnatts == 2 && index->rd_index->indkey.values[0] > 0 &&
+		index->rd_index->indkey.values[1] == get_attnum(RelationGetRelid(rel), "message_id"))
+		shard_key = get_attname(RelationGetRelid(rel), index->rd_index->indkey.values[0], false);
+	index_close(index, AccessShareLock);
+	return shard_key;
+}
+
+/*
+ * Does the table carry the marker create_sharded_inbox puts on it: a CHECK
+ * constraint named idempotent_inbox, which Citus copies to every node?
+ */
+bool
+inbox_shape_has_marker(Relation rel)
+{
+	ConstrCheck *checks = rel->rd_att->constr ? rel->rd_att->constr->check : NULL;
+	int			n = rel->rd_att->constr ? rel->rd_att->constr->num_check : 0;
+
+	for (int i = 0; i < n; i++)
+		if (strcmp(checks[i].ccname, INBOX_MARKER) == 0)
+			return true;
+	return false;
+}
+
+/* The shard key column, of any type; sets shard_type. */
+static AttrNumber
+shard_column(Relation rel, const char *name, Oid *type, char **problem)
+{
+	AttrNumber	attnum = get_attnum(RelationGetRelid(rel), name);
+	Form_pg_attribute att;
+
+	if (*problem != NULL)
+		return InvalidAttrNumber;
+	if (attnum <= 0)
+	{
+		*problem = psprintf("Its shard key column \"%s\" is missing.", name);
+		return InvalidAttrNumber;
+	}
+	att = TupleDescAttr(RelationGetDescr(rel), attnum - 1);
+	if (!collation_ok(att->attcollation))
+		*problem = psprintf("Column \"%s\" has a nondeterministic collation.", name);
+	*type = att->atttypid;
+	return attnum;
+}
+
+/*
+ * Fill the table facts of an entry (pkindex, key_eq, key_attnum, columns and the
+ * shard key's) from rel, whose registered key type is inbox->keytype and shard
+ * key shard_key (NULL: none).  Returns NULL, or what is wrong, as a sentence for
+ * inbox_shape_error.  shard_column is allocated in the current context.
+ */
+char *
+inbox_shape_problem(Relation rel, InboxInfo *inbox, const char *shard_key)
 {
 	char	   *problem = NULL;
 
@@ -187,8 +263,14 @@ inbox_shape_problem(Relation rel, InboxInfo *inbox)
 	for (int c = 0; c < INBOX_NUM_COLUMNS; c++)
 		inbox->columns[c] = column_of_type(rel, inbox_sql_column_names[c], column_types[c],
 										   c == COL_CLAIMED_AT, &problem);
-	inbox->pkindex = check_primary_key(rel, inbox->key_attnum, inbox->keytype,
-									   &inbox->key_eq, &problem);
+	if (shard_key != NULL)
+	{
+		inbox->shard_attnum = shard_column(rel, shard_key, &inbox->shard_type, &problem);
+		inbox->shard_column = pstrdup(quote_identifier(shard_key));
+		if (problem == NULL && !inbox_shape_has_marker(rel))
+			problem = "Its constraint \"" INBOX_MARKER "\" is missing: Citus workers would not know it is an inbox.";
+	}
+	inbox->pkindex = check_primary_key(rel, inbox, &problem);
 	return problem;
 }
 

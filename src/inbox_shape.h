@@ -8,7 +8,15 @@
 #include "compat.h"
 #include "inbox.h"
 
-extern char *inbox_shape_problem(Relation rel, InboxInfo *inbox);
+/*
+ * The CHECK constraint that marks a sharded inbox as one on every node of a
+ * Citus cluster, where the registry has no row for it.
+ */
+#define INBOX_MARKER "idempotent_inbox"
+
+extern char *inbox_shape_problem(Relation rel, InboxInfo *inbox, const char *shard_key);
+extern char *inbox_shape_shard_key(Relation rel);
+extern bool inbox_shape_has_marker(Relation rel);
 pg_noreturn extern void inbox_shape_error(Relation rel, const char *problem);
 extern bool inbox_shape_direct_ok(Relation rel, const InboxInfo *inbox);
 

@@ -9,6 +9,11 @@
  * message id (of the inbox's key type) except for the statements without one.
  * The claim INSERTs return the id they stored: a BEFORE INSERT trigger on the
  * inbox may have changed or skipped the row (claim_row_stored checks).
+ *
+ * The routed statements are the claims of claim_routed.c: each decides in the
+ * statement itself, so that nothing is read before it and Citus can send it,
+ * whole, to the shard that holds the id.  An inbox with a shard key has its own
+ * copy of each, the shard key value as the last parameter.
  */
 #include "postgres.h"
 
@@ -30,9 +35,13 @@ const char *const inbox_sql_column_names[INBOX_NUM_COLUMNS] = {
 	[COL_HOLDER_STARTED] = "holder_started",
 };
 
-/* Parameter types; KEY and KEYS stand for the inbox's key type and its array. */
+/*
+ * Parameter types; KEY and KEYS stand for the inbox's key type and its array,
+ * SHARD for the type of its shard key.
+ */
 #define KEY		((Oid) -1)
 #define KEYS	((Oid) -2)
+#define SHARD	((Oid) -3)
 #define MAX_PARAMS 8
 
 /* Columns a statement needs beyond message_id and claimed_at. */
@@ -40,7 +49,7 @@ const char *const inbox_sql_column_names[INBOX_NUM_COLUMNS] = {
 
 typedef struct StatementTemplate
 {
-	const char *sql;			/* %1$s is the table, as often as needed */
+	const char *sql;			/* %1$s is the table, %2$s its shard key column */
 	int			nargs;
 	Oid			argtypes[MAX_PARAMS];
 	bool		lease_columns;
@@ -74,17 +83,20 @@ static const StatementTemplate templates[SQL_NUM_STATEMENTS] = {
 		"ON CONFLICT (message_id) DO NOTHING RETURNING message_id",
 		1, {KEYS}, false, RETURNED_BY_CTE
 	},
-	/* Expired claims in the batch are claimed afresh; DISTINCT as a row is updated once. */
+	/*
+	 * Expired claims in the batch are claimed afresh; DISTINCT as a row is updated
+	 * once.  $4 is now(): Citus refuses a function in DO UPDATE SET.
+	 */
 	[SQL_CLAIM_MANY_WINDOW] = {
 		"INSERT INTO %1$s AS i (message_id) "
 		"SELECT DISTINCT u.id FROM pg_catalog.unnest($1) AS u(id) ORDER BY 1 "
-		"ON CONFLICT (message_id) DO UPDATE SET claimed_at = pg_catalog.now(), "
+		"ON CONFLICT (message_id) DO UPDATE SET claimed_at = $4, "
 		"fingerprint = NULL, result = NULL, token = NULL, lease_until = NULL, "
 		"holder_pid = NULL, holder_started = NULL "
 		"WHERE i.claimed_at OPERATOR(pg_catalog.<) $2 "
 		"AND (i.lease_until IS NULL OR i.lease_until OPERATOR(pg_catalog.<=) $3) "
 		"RETURNING message_id",
-		3, {KEYS, TIMESTAMPTZOID, TIMESTAMPTZOID}, NEEDS_LEASE_COLUMNS, RETURNED_BY_CTE
+		4, {KEYS, TIMESTAMPTZOID, TIMESTAMPTZOID, TIMESTAMPTZOID}, NEEDS_LEASE_COLUMNS, RETURNED_BY_CTE
 	},
 	[SQL_CLAIM_FULL] = {
 		"INSERT INTO %1$s (message_id, fingerprint, token, lease_until, holder_pid, holder_started) "
@@ -154,6 +166,76 @@ static const StatementTemplate templates[SQL_NUM_STATEMENTS] = {
 		"SELECT pg_catalog.min(claimed_at) FROM %1$s",
 		0, {0}
 	},
+
+	/*
+	 * An expired claim is renewed by the claim itself; a live one is a conflict.
+	 * $4 is now(), as for SQL_CLAIM_MANY_WINDOW.
+	 */
+	[SQL_CLAIM_WINDOW] = {
+		"INSERT INTO %1$s AS i (message_id) VALUES ($1) "
+		"ON CONFLICT (message_id) DO UPDATE SET claimed_at = $4, "
+		"fingerprint = NULL, result = NULL, token = NULL, lease_until = NULL, "
+		"holder_pid = NULL, holder_started = NULL "
+		"WHERE i.claimed_at OPERATOR(pg_catalog.<) $2 "
+		"AND (i.lease_until IS NULL OR i.lease_until OPERATOR(pg_catalog.<=) $3) "
+		"RETURNING message_id",
+		4, {KEY, TIMESTAMPTZOID, TIMESTAMPTZOID, TIMESTAMPTZOID}, NEEDS_LEASE_COLUMNS
+	},
+	[SQL_EXISTS] = {
+		"SELECT 1 FROM %1$s WHERE message_id OPERATOR(pg_catalog.=) $1",
+		1, {KEY}
+	},
+
+	/*
+	 * Citus runs a DELETE on a distributed table in every shard at once, but not
+	 * one that picks its rows by ctid or with LIMIT: so one statement, and the
+	 * batch size does not apply.  A claimer renewing one of these rows meanwhile
+	 * waits for the DELETE, or the DELETE for it.
+	 */
+	[SQL_PURGE_DISTRIBUTED] = {
+		"DELETE FROM %1$s WHERE claimed_at OPERATOR(pg_catalog.<) $1 "
+		"AND (lease_until IS NULL OR lease_until OPERATOR(pg_catalog.<=) $2)",
+		3, {TIMESTAMPTZOID, TIMESTAMPTZOID, INT8OID}, NEEDS_LEASE_COLUMNS
+	},
+
+	[SQL_SHARDED_CLAIM] = {
+		"INSERT INTO %1$s (%2$s, message_id) VALUES ($2, $1) "
+		"ON CONFLICT (%2$s, message_id) DO NOTHING RETURNING message_id",
+		2, {KEY, SHARD}
+	},
+	[SQL_SHARDED_CLAIM_WINDOW] = {
+		"INSERT INTO %1$s AS i (%2$s, message_id) VALUES ($5, $1) "
+		"ON CONFLICT (%2$s, message_id) DO UPDATE SET claimed_at = $4, "
+		"fingerprint = NULL, result = NULL, token = NULL, lease_until = NULL, "
+		"holder_pid = NULL, holder_started = NULL "
+		"WHERE i.claimed_at OPERATOR(pg_catalog.<) $2 "
+		"AND (i.lease_until IS NULL OR i.lease_until OPERATOR(pg_catalog.<=) $3) "
+		"RETURNING message_id",
+		5, {KEY, TIMESTAMPTZOID, TIMESTAMPTZOID, TIMESTAMPTZOID, SHARD}, NEEDS_LEASE_COLUMNS
+	},
+	[SQL_SHARDED_CLAIM_MANY] = {
+		"INSERT INTO %1$s (%2$s, message_id) "
+		"SELECT $2, u.id FROM pg_catalog.unnest($1) AS u(id) ORDER BY 2 "
+		"ON CONFLICT (%2$s, message_id) DO NOTHING RETURNING message_id",
+		2, {KEYS, SHARD}, false, RETURNED_BY_CTE
+	},
+	[SQL_SHARDED_CLAIM_MANY_WINDOW] = {
+		"INSERT INTO %1$s AS i (%2$s, message_id) "
+		"SELECT DISTINCT $5, u.id FROM pg_catalog.unnest($1) AS u(id) ORDER BY 2 "
+		"ON CONFLICT (%2$s, message_id) DO UPDATE SET claimed_at = $4, "
+		"fingerprint = NULL, result = NULL, token = NULL, lease_until = NULL, "
+		"holder_pid = NULL, holder_started = NULL "
+		"WHERE i.claimed_at OPERATOR(pg_catalog.<) $2 "
+		"AND (i.lease_until IS NULL OR i.lease_until OPERATOR(pg_catalog.<=) $3) "
+		"RETURNING message_id",
+		5, {KEYS, TIMESTAMPTZOID, TIMESTAMPTZOID, TIMESTAMPTZOID, SHARD}, NEEDS_LEASE_COLUMNS,
+		RETURNED_BY_CTE
+	},
+	[SQL_SHARDED_EXISTS] = {
+		"SELECT 1 FROM %1$s WHERE message_id OPERATOR(pg_catalog.=) $1 "
+		"AND %2$s OPERATOR(pg_catalog.=) $2",
+		2, {KEY, SHARD}
+	},
 };
 
 /* A statement about leases or results needs the columns create_inbox makes. */
@@ -188,10 +270,12 @@ inbox_sql_plan(InboxInfo *inbox, InboxStatement which)
 			argtypes[i] = inbox->keytype;
 		else if (t->argtypes[i] == KEYS)
 			argtypes[i] = get_array_type(inbox->keytype);
+		else if (t->argtypes[i] == SHARD)
+			argtypes[i] = inbox->shard_type;
 		else
 			argtypes[i] = t->argtypes[i];
 	}
-	sql = psprintf(t->sql, inbox->qualname);
+	sql = psprintf(t->sql, inbox->qualname, inbox->shard_column);
 	if (t->cte_on_citus && citus_table(inbox->relid))
 		sql = psprintf("WITH returned AS (%s) SELECT message_id FROM returned", sql);
 	inbox->plans[which] = spi_prepare_kept(sql, t->nargs, argtypes);

@@ -245,7 +245,7 @@ inbox_acquire(PG_FUNCTION_ARGS)
 	Datum		values[3];
 	bool		nulls[3] = {false, false, false};
 
-	registry_forbid_row_security(fcinfo, inbox);
+	registry_check_stored_reads(fcinfo, inbox);
 
 	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
 		elog(ERROR, "acquire must return a row");
@@ -323,7 +323,7 @@ inbox_finish(PG_FUNCTION_ARGS)
 	char		nulls[3] = {' ', ' ', result ? ' ' : 'n'};
 	ClaimRow	row;
 
-	registry_forbid_row_security(fcinfo, inbox);
+	registry_check_stored_reads(fcinfo, inbox);
 
 	spi_connect();
 	if (inbox_sql_execute(inbox, SQL_FINISH, values, nulls) == 1)
@@ -354,7 +354,7 @@ inbox_release(PG_FUNCTION_ARGS)
 	ClaimRow	row;
 	int			released;
 
-	registry_forbid_row_security(fcinfo, inbox);
+	registry_check_stored_reads(fcinfo, inbox);
 
 	spi_connect();
 	released = inbox_sql_execute(inbox, SQL_RELEASE, values, NULL);

@@ -15,6 +15,7 @@
 
 #include "inbox.h"
 #include "message_id.h"
+#include "registry.h"
 
 /* A NULL id cannot be deduplicated: refuse it rather than store or skip it. */
 static void
@@ -111,6 +112,10 @@ message_id_from_arg(FunctionCallInfo fcinfo, int argno, Oid argtype, const Inbox
 {
 	bool		isnull = PG_ARGISNULL(argno);
 	Datum		value = isnull ? (Datum) 0 : PG_GETARG_DATUM(argno);
+
+	/* An id alone, as the second argument, does not name a claim of a sharded inbox. */
+	if (argno == 1)
+		registry_check_shard_form(fcinfo, inbox, false);
 
 	if (!isnull && argtype == TEXTOID)
 		value = PointerGetDatum(PG_DETOAST_DATUM_PACKED(value));

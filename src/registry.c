@@ -34,6 +34,7 @@
 
 #include "compat.h"
 #include "inbox.h"
+#include "citus_tables.h"
 #include "inbox_shape.h"
 #include "registry.h"
 #include "relcache_callbacks.h"
@@ -151,6 +152,7 @@ typedef struct RegistryRow
 	Oid			keytype;		/* InvalidOid when relid is not an inbox */
 	bool		has_retention;
 	Interval	retention;
+	char	   *shard_key;		/* NULL when it has none */
 } RegistryRow;
 
 static RegistryRow
@@ -160,12 +162,16 @@ registry_row(FunctionCallInfo fcinfo, Oid relid)
 	Datum		values[1] = {ObjectIdGetDatum(relid)};
 	char	   *sql;
 	RegistryRow row;
+	MemoryContext callcxt = CurrentMemoryContext;
 	int			rc;
 
 	memset(&row, 0, sizeof(row));
 	RegistryRelid = registry_extension_relation(fcinfo, "registry");
-	sql = psprintf("SELECT key_type::pg_catalog.oid, retention FROM %s.registry "
+	/* Until ALTER EXTENSION ... UPDATE, a database may have the registry of 0.2. */
+	sql = psprintf("SELECT key_type::pg_catalog.oid, retention, %s FROM %s.registry "
 				   "WHERE relid OPERATOR(pg_catalog.=) $1",
+				   get_attnum(RegistryRelid, "shard_key") != InvalidAttrNumber ?
+				   "shard_key" : "NULL::pg_catalog.name",
 				   quote_identifier(extension_schema(fcinfo)));
 
 	spi_connect();
@@ -183,9 +189,44 @@ registry_row(FunctionCallInfo fcinfo, Oid relid)
 		row.has_retention = !isnull;
 		if (!isnull)
 			row.retention = *DatumGetIntervalP(retention);
+		row.shard_key = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 3);
+		if (row.shard_key != NULL)
+			row.shard_key = MemoryContextStrdup(callcxt, row.shard_key);
 	}
 	SPI_finish();
 
+	return row;
+}
+
+/*
+ * A Citus table with no row in this node's registry, marked as an inbox
+ * (INBOX_MARKER): on a worker, a sharded inbox the coordinator created.  Its
+ * key type and shard key are read from the table; its retention lives in the
+ * coordinator's registry only, so here no claim has expired until purged.
+ */
+static RegistryRow
+marked_row(Oid relid)
+{
+	RegistryRow row;
+	Relation	rel;
+	AttrNumber	key;
+
+	memset(&row, 0, sizeof(row));
+	if (!citus_table(relid))
+		return row;
+	rel = table_open(relid, AccessShareLock);
+	key = get_attnum(relid, "message_id");
+	if (inbox_shape_has_marker(rel) && key > 0)
+	{
+		Oid			keytype = TupleDescAttr(RelationGetDescr(rel), key - 1)->atttypid;
+
+		if (keytype == TEXTOID || keytype == UUIDOID || keytype == INT8OID)
+		{
+			row.keytype = keytype;
+			row.shard_key = inbox_shape_shard_key(rel);
+		}
+	}
+	table_close(rel, AccessShareLock);
 	return row;
 }
 
@@ -208,7 +249,7 @@ load_entry(InboxInfo *entry, const RegistryRow *registered, bool quiet)
 	fresh.retention = registered->retention;
 
 	rel = table_open(entry->relid, AccessShareLock);
-	problem = inbox_shape_problem(rel, &fresh);
+	problem = inbox_shape_problem(rel, &fresh, registered->shard_key);
 	if (problem != NULL)
 	{
 		if (!quiet)
@@ -224,6 +265,10 @@ load_entry(InboxInfo *entry, const RegistryRow *registered, bool quiet)
 										 quote_qualified_identifier(get_namespace_name(RelationGetNamespace(rel)),
 																	RelationGetRelationName(rel)));
 	MemoryContextSetIdentifier(fresh.cxt, fresh.qualname);
+	if (fresh.shard_column != NULL)
+		fresh.shard_column = MemoryContextStrdup(fresh.cxt, fresh.shard_column);
+	fresh.distributed = citus_table(entry->relid);
+	fresh.routed = fresh.distributed || fresh.shard_attnum != InvalidAttrNumber;
 	table_close(rel, AccessShareLock);
 	fresh.counters = stats_counters_for(entry->relid);
 
@@ -376,6 +421,8 @@ lookup(FunctionCallInfo fcinfo, Oid relid, LOCKMODE lockmode, AclMode rights, bo
 
 	registered = registry_row(fcinfo, relid);
 	if (!OidIsValid(registered.keytype))
+		registered = marked_row(relid);
+	if (!OidIsValid(registered.keytype))
 	{
 		/*
 		 * Not (or no longer) an inbox.  The entry stays, empty and stale: an
@@ -420,13 +467,26 @@ registry_check_window_rights(const InboxInfo *inbox)
 }
 
 /*
- * Row-level security applies to the caller on this inbox.  Functions that read
- * a claim's stored columns directly (leases, stored results, fingerprints) would
- * answer from rows a policy hides, so they refuse instead.
+ * Functions that read a claim's stored columns directly (try_claim, leases,
+ * stored results, fingerprints) refuse two kinds of inbox:
+ *	- a routed one (a Citus table, whose rows live in shards, or a sharded
+ *	  inbox, whose claims are keyed by two columns): they have only the
+ *	  one-statement claims of claim_routed.c in this release;
+ *	- one where row-level security applies to the caller: they would answer
+ *	  from rows a policy hides.
  */
 void
-registry_forbid_row_security(FunctionCallInfo fcinfo, const InboxInfo *inbox)
+registry_check_stored_reads(FunctionCallInfo fcinfo, const InboxInfo *inbox)
 {
+	if (inbox->routed)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("%s() does not support %s inbox \"%s\"",
+						get_func_name(fcinfo->flinfo->fn_oid),
+						inbox->shard_attnum != InvalidAttrNumber ? "sharded" : "distributed",
+						get_rel_name(inbox->relid)),
+				 errdetail("It reads a claim's stored columns, which on a sharded or Citus-distributed inbox only claims made by one statement support."),
+				 errhint("Use the claim functions: claim(), claim_apply(), claim_many() and their _sharded forms.")));
 	if (check_enable_rls(inbox->relid, InvalidOid, false) == RLS_ENABLED)
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
@@ -434,4 +494,37 @@ registry_forbid_row_security(FunctionCallInfo fcinfo, const InboxInfo *inbox)
 						get_func_name(fcinfo->flinfo->fn_oid), get_rel_name(inbox->relid)),
 				 errdetail("It would answer from claims that a policy hides from you."),
 				 errhint("Use claim() or claim_apply(), which apply the policies, or run as the inbox's owner.")));
+}
+
+/*
+ * A sharded inbox is claimed by (shard key, message id): the _sharded forms of
+ * the claim functions, and only they, take the shard key value.
+ */
+void
+registry_check_shard_form(FunctionCallInfo fcinfo, const InboxInfo *inbox, bool sharded_call)
+{
+	const char *name = get_func_name(fcinfo->flinfo->fn_oid);
+	bool		sharded = inbox->shard_attnum != InvalidAttrNumber;
+
+	if (sharded == sharded_call)
+		return;
+	if (sharded && strcmp(name, "claim") != 0 && strcmp(name, "claim_apply") != 0 &&
+		strcmp(name, "claim_many") != 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("%s() does not support sharded inbox \"%s\"", name,
+						get_rel_name(inbox->relid)),
+				 errhint("Use claim_sharded(), claim_apply_sharded() or claim_many_sharded().")));
+	if (sharded)
+		ereport(ERROR,
+				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+				 errmsg("inbox \"%s\" is sharded by %s", get_rel_name(inbox->relid),
+						inbox->shard_column),
+				 errdetail("Its claims are keyed by (%s, message_id).", inbox->shard_column),
+				 errhint("Call %s_sharded(inbox, %s, message_id, ...), which takes the shard key value before the message id.",
+						 name, inbox->shard_column)));
+	ereport(ERROR,
+			(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+			 errmsg("inbox \"%s\" has no shard key", get_rel_name(inbox->relid)),
+			 errhint("Call %.*s() without a shard key.", (int) strlen(name) - 8, name)));
 }

@@ -134,7 +134,8 @@ purge_batch(InboxInfo *inbox, int64 batch)
 	TimestampTz now = GetCurrentTimestamp();
 	Datum		values[3] = {TimestampTzGetDatum(retention_cutoff(inbox, now)),
 							 TimestampTzGetDatum(now), Int64GetDatum(batch)};
-	int64		purged = inbox_sql_execute(inbox, SQL_PURGE, values, NULL);
+	int64		purged = inbox_sql_execute(inbox, inbox->distributed ? SQL_PURGE_DISTRIBUTED : SQL_PURGE,
+											   values, NULL);
 
 	stats_count(inbox, COUNT_PURGED, purged);
 	return purged;
@@ -144,7 +145,7 @@ purge_batch(InboxInfo *inbox, int64 batch)
  * Purge deletes as the inbox's owner (see inbox_purge), which would bypass the
  * row-level security that applies to a caller who is not the owner: such a
  * caller is refused, as the functions that answer from stored columns refuse it
- * (registry_forbid_row_security), rather than given rows its policies hide.
+ * (registry_check_stored_reads), rather than given rows its policies hide.
  * Checked before the table is locked, and again under the lock.
  */
 static void

@@ -50,12 +50,16 @@ signature_of_call(FunctionCallInfo fcinfo)
 		signature_report_extension_dropped();
 	proc = (Form_pg_proc) GETSTRUCT(tuple);
 
-	/* Every SQL function of ours that takes a message id takes it second. */
-	if (proc->pronargs < 2)
-		elog(ERROR, "function %u has no message id argument", fcinfo->flinfo->fn_oid);
-	keytype = proc->proargtypes.values[1];
-
+	/*
+	 * Every SQL function of ours that takes a message id takes it second, but
+	 * the _sharded forms, which take the shard key ("any") second and the id third.
+	 */
 	sig = MemoryContextAlloc(fcinfo->flinfo->fn_mcxt, sizeof(CallSignature));
+	sig->keyargno = (proc->pronargs >= 3 && proc->proargtypes.values[1] == ANYOID) ? 2 : 1;
+	if (proc->pronargs <= sig->keyargno)
+		elog(ERROR, "function %u has no message id argument", fcinfo->flinfo->fn_oid);
+	keytype = proc->proargtypes.values[sig->keyargno];
+
 	sig->keyargtype = keytype;
 	sig->keytype = OidIsValid(get_element_type(keytype)) ? get_element_type(keytype) : keytype;
 	sig->variadic_type = proc->provariadic;

@@ -12,6 +12,7 @@
 /* What a call site of one of our SQL functions was declared with. */
 typedef struct CallSignature
 {
+	int			keyargno;		/* the message id argument: 1, or 2 after a shard key */
 	Oid			keyargtype;		/* declared type of the message id argument */
 	Oid			keytype;		/* the same, or its element type for arrays */
 	Oid			variadic_type;	/* InvalidOid, ANYOID or TEXTOID */

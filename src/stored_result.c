@@ -33,7 +33,7 @@ inbox_complete(PG_FUNCTION_ARGS)
 	ClaimRow	row;
 	int			stored;
 
-	registry_forbid_row_security(fcinfo, inbox);
+	registry_check_stored_reads(fcinfo, inbox);
 
 	spi_connect();
 	stored = inbox_sql_execute(inbox, SQL_COMPLETE, values, nulls);

@@ -100,8 +100,8 @@ SELECT ok((SELECT 'inbox.registry'::regclass::oid = ANY (extconfig)
 -- 0.2: the schema belongs to the extension, which made it (a schema someone
 -- created beforehand is refused, never adopted), and nothing in it can be
 -- captured by an operator someone else defined.
-SELECT is((SELECT extversion FROM pg_extension WHERE extname = 'idempotent_inbox'), '0.2',
-          'the installed version is 0.2');
+SELECT is((SELECT extversion FROM pg_extension WHERE extname = 'idempotent_inbox'), '0.3',
+          'the installed version is 0.3');
 SELECT is((SELECT extnamespace::regnamespace::text FROM pg_extension WHERE extname = 'idempotent_inbox'),
           'pg_catalog', 'the extension is recorded in pg_catalog, and creates schema inbox itself');
 SELECT ok(EXISTS (SELECT 1 FROM pg_depend d

@@ -1,6 +1,6 @@
 
-# A database updated from 0.1 to 0.2 dumps and restores like a fresh 0.2 one: the
-# update records the extension in pg_catalog and makes schema inbox a member, so the
+# A database updated from 0.1 to 0.2 and on to 0.3 dumps and restores like a fresh
+# one: the 0.2 update records the extension in pg_catalog and makes schema inbox a member, so the
 # dump says CREATE EXTENSION ... WITH SCHEMA pg_catalog and no CREATE SCHEMA inbox
 # (which 0.2 would refuse), and the restored inboxes still know their claims.
 
@@ -28,13 +28,16 @@ SELECT inbox.claim('app.orders', 'o1'), inbox.claim('app.events', md5('e1')::uui
        inbox.claim('app.offsets', 1::bigint);
 SELECT inbox.advance('app.offsets', 'topic', 0, 10);
 ALTER EXTENSION idempotent_inbox UPDATE TO '0.2';
+ALTER EXTENSION idempotent_inbox UPDATE TO '0.3';
+SELECT inbox.create_sharded_inbox('app.by_account', 'account_id', 'bigint');
+SELECT inbox.claim_sharded('app.by_account', 7, 'p1');
 });
 
 $node->command_ok([ 'pg_dump', '-d', 'source', '-f', "$dumpdir/updated.sql" ],
 	'dump of the updated database');
 my $dump = slurp_file("$dumpdir/updated.sql");
 like($dump, qr/CREATE EXTENSION IF NOT EXISTS idempotent_inbox WITH SCHEMA pg_catalog;/,
-	'the dump creates the extension as a fresh 0.2 install does');
+	'the dump creates the extension as a fresh install does');
 unlike($dump, qr/CREATE SCHEMA inbox/, 'the dump does not create schema inbox itself');
 
 $node->safe_psql('postgres', 'CREATE DATABASE restored');
@@ -47,12 +50,13 @@ SELECT extversion, extnamespace::regnamespace,
        (SELECT count(*) FROM pg_depend d WHERE d.classid = 'pg_namespace'::regclass
            AND d.objid = 'inbox'::regnamespace AND d.refobjid = e.oid AND d.deptype = 'e')
   FROM pg_extension e WHERE extname = 'idempotent_inbox'};
-is($node->safe_psql('restored', $state), '0.2|pg_catalog|1',
-	'restored: 0.2, recorded in pg_catalog, schema inbox a member');
+is($node->safe_psql('restored', $state), '0.3|pg_catalog|1',
+	'restored: 0.3, recorded in pg_catalog, schema inbox a member');
 is($node->safe_psql('restored', $state), $node->safe_psql('source', $state),
 	'restored and source agree');
 
-my $inboxes = q{SELECT inbox, key_type, retention FROM inbox.inboxes ORDER BY inbox::text};
+my $inboxes =
+  q{SELECT inbox, key_type, retention, shard_key FROM inbox.inboxes ORDER BY inbox::text};
 is($node->safe_psql('restored', $inboxes), $node->safe_psql('source', $inboxes),
 	'restored: the same inboxes with the same settings');
 is( $node->safe_psql(
@@ -62,6 +66,11 @@ SELECT inbox.claim('app.orders', 'o1'), inbox.claim('app.events', md5('e1')::uui
        inbox.advance('app.offsets', 'topic', 0, 10)}),
 	'f|f|f|t|f',
 	'restored: old ids are duplicates, a fresh one is claimed, the position is kept');
+is( $node->safe_psql(
+		'restored', q{
+SELECT inbox.claim_sharded('app.by_account', 7, 'p1'), inbox.claim_sharded('app.by_account', 8, 'p1')}),
+	'f|t',
+	'restored: a sharded inbox keeps its claims, keyed by shard key and id');
 
 $node->stop;
 done_testing();

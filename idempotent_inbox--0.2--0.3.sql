@@ -1,0 +1,120 @@
+\echo Use "ALTER EXTENSION idempotent_inbox UPDATE TO '0.3'" to load this file. \quit
+
+/*
+ * 0.2 to 0.3: sharded inboxes.  The end state is exactly that of CREATE EXTENSION
+ * at 0.3 (sql/upgrade.sql compares every member object), and no row of the
+ * registry, the positions or any inbox table is touched: every existing inbox has
+ * no shard key (NULL).  Written with the rules of idempotent_inbox--0.3.sql.
+ */
+
+ALTER TABLE inbox.registry ADD COLUMN shard_key pg_catalog.name;
+
+CREATE OR REPLACE VIEW inbox.inboxes WITH (security_barrier) AS
+    SELECT r.relid AS inbox,
+           n.nspname AS schema_name,
+           c.relname AS table_name,
+           r.key_type,
+           r.retention,
+           r.created_at,
+           r.shard_key
+      FROM inbox.registry r
+      JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) r.relid::pg_catalog.oid
+      JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) c.relnamespace;
+
+/*
+ * Sharded inboxes (0.3): the primary key is (shard key, message_id), so that Citus
+ * can distribute the inbox by the shard key and co-locate it with the table its
+ * effects write; a claim and its effect then run on one node, in one local
+ * transaction.  The constraint named idempotent_inbox marks the table as an inbox
+ * on every node: Citus copies it to the workers with the table, where the registry
+ * has no row.  The claim functions take the shard key value before the message id.
+ */
+CREATE FUNCTION inbox.create_sharded_inbox(name pg_catalog.text,
+                                           shard_key pg_catalog.text,
+                                           shard_key_type pg_catalog.regtype,
+                                           key_type pg_catalog.regtype DEFAULT 'pg_catalog.text',
+                                           retention pg_catalog.interval DEFAULT NULL)
+RETURNS pg_catalog.regclass
+AS 'MODULE_PATHNAME', 'inbox_create_sharded_inbox'
+LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY INVOKER;
+COMMENT ON FUNCTION inbox.create_sharded_inbox(pg_catalog.text, pg_catalog.text, pg_catalog.regtype,
+                                               pg_catalog.regtype, pg_catalog.interval) IS
+    'create an inbox keyed by (shard_key, message_id), to distribute with the table its effects write';
+
+CREATE FUNCTION inbox.claim_sharded(inbox pg_catalog.regclass, shard_key "any",
+                                    message_id pg_catalog.text)
+RETURNS boolean AS 'MODULE_PATHNAME', 'inbox_claim_sharded'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+CREATE FUNCTION inbox.claim_sharded(inbox pg_catalog.regclass, shard_key "any",
+                                    message_id pg_catalog.uuid)
+RETURNS boolean AS 'MODULE_PATHNAME', 'inbox_claim_sharded'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+CREATE FUNCTION inbox.claim_sharded(inbox pg_catalog.regclass, shard_key "any",
+                                    message_id pg_catalog.int8)
+RETURNS boolean AS 'MODULE_PATHNAME', 'inbox_claim_sharded'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION inbox.claim_sharded(pg_catalog.regclass, "any", pg_catalog.text) IS
+    'claim a message id of a sharded inbox: true on first delivery, false on a duplicate';
+COMMENT ON FUNCTION inbox.claim_sharded(pg_catalog.regclass, "any", pg_catalog.uuid) IS
+    'claim a message id of a sharded inbox: true on first delivery, false on a duplicate';
+COMMENT ON FUNCTION inbox.claim_sharded(pg_catalog.regclass, "any", pg_catalog.int8) IS
+    'claim a message id of a sharded inbox: true on first delivery, false on a duplicate';
+
+CREATE FUNCTION inbox.claim_apply_sharded(inbox pg_catalog.regclass, shard_key "any",
+                                          message_id pg_catalog.text, statement pg_catalog.text)
+RETURNS inbox.outcome AS 'MODULE_PATHNAME', 'inbox_claim_apply_sharded'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+CREATE FUNCTION inbox.claim_apply_sharded(inbox pg_catalog.regclass, shard_key "any",
+                                          message_id pg_catalog.text, statement pg_catalog.text,
+                                          VARIADIC args "any")
+RETURNS inbox.outcome AS 'MODULE_PATHNAME', 'inbox_claim_apply_sharded'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+CREATE FUNCTION inbox.claim_apply_sharded(inbox pg_catalog.regclass, shard_key "any",
+                                          message_id pg_catalog.uuid, statement pg_catalog.text)
+RETURNS inbox.outcome AS 'MODULE_PATHNAME', 'inbox_claim_apply_sharded'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+CREATE FUNCTION inbox.claim_apply_sharded(inbox pg_catalog.regclass, shard_key "any",
+                                          message_id pg_catalog.uuid, statement pg_catalog.text,
+                                          VARIADIC args "any")
+RETURNS inbox.outcome AS 'MODULE_PATHNAME', 'inbox_claim_apply_sharded'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+CREATE FUNCTION inbox.claim_apply_sharded(inbox pg_catalog.regclass, shard_key "any",
+                                          message_id pg_catalog.int8, statement pg_catalog.text)
+RETURNS inbox.outcome AS 'MODULE_PATHNAME', 'inbox_claim_apply_sharded'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+CREATE FUNCTION inbox.claim_apply_sharded(inbox pg_catalog.regclass, shard_key "any",
+                                          message_id pg_catalog.int8, statement pg_catalog.text,
+                                          VARIADIC args "any")
+RETURNS inbox.outcome AS 'MODULE_PATHNAME', 'inbox_claim_apply_sharded'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION inbox.claim_apply_sharded(pg_catalog.regclass, "any", pg_catalog.text, pg_catalog.text) IS
+    'claim a message id of a sharded inbox and, on first delivery only, run the statement';
+COMMENT ON FUNCTION inbox.claim_apply_sharded(pg_catalog.regclass, "any", pg_catalog.text, pg_catalog.text, "any") IS
+    'claim a message id of a sharded inbox and, on first delivery only, run the statement with $1..$n bound to args';
+COMMENT ON FUNCTION inbox.claim_apply_sharded(pg_catalog.regclass, "any", pg_catalog.uuid, pg_catalog.text) IS
+    'claim a message id of a sharded inbox and, on first delivery only, run the statement';
+COMMENT ON FUNCTION inbox.claim_apply_sharded(pg_catalog.regclass, "any", pg_catalog.uuid, pg_catalog.text, "any") IS
+    'claim a message id of a sharded inbox and, on first delivery only, run the statement with $1..$n bound to args';
+COMMENT ON FUNCTION inbox.claim_apply_sharded(pg_catalog.regclass, "any", pg_catalog.int8, pg_catalog.text) IS
+    'claim a message id of a sharded inbox and, on first delivery only, run the statement';
+COMMENT ON FUNCTION inbox.claim_apply_sharded(pg_catalog.regclass, "any", pg_catalog.int8, pg_catalog.text, "any") IS
+    'claim a message id of a sharded inbox and, on first delivery only, run the statement with $1..$n bound to args';
+
+CREATE FUNCTION inbox.claim_many_sharded(inbox pg_catalog.regclass, shard_key "any",
+                                         message_ids pg_catalog.text[])
+RETURNS SETOF pg_catalog.text AS 'MODULE_PATHNAME', 'inbox_claim_many_sharded'
+LANGUAGE C VOLATILE PARALLEL UNSAFE ROWS 100;
+CREATE FUNCTION inbox.claim_many_sharded(inbox pg_catalog.regclass, shard_key "any",
+                                         message_ids pg_catalog.uuid[])
+RETURNS SETOF pg_catalog.uuid AS 'MODULE_PATHNAME', 'inbox_claim_many_sharded'
+LANGUAGE C VOLATILE PARALLEL UNSAFE ROWS 100;
+CREATE FUNCTION inbox.claim_many_sharded(inbox pg_catalog.regclass, shard_key "any",
+                                         message_ids pg_catalog.int8[])
+RETURNS SETOF pg_catalog.int8 AS 'MODULE_PATHNAME', 'inbox_claim_many_sharded'
+LANGUAGE C VOLATILE PARALLEL UNSAFE ROWS 100;
+COMMENT ON FUNCTION inbox.claim_many_sharded(pg_catalog.regclass, "any", pg_catalog.text[]) IS
+    'claim a batch of one shard key value; returns the fresh ids in input order, each once';
+COMMENT ON FUNCTION inbox.claim_many_sharded(pg_catalog.regclass, "any", pg_catalog.uuid[]) IS
+    'claim a batch of one shard key value; returns the fresh ids in input order, each once';
+COMMENT ON FUNCTION inbox.claim_many_sharded(pg_catalog.regclass, "any", pg_catalog.int8[]) IS
+    'claim a batch of one shard key value; returns the fresh ids in input order, each once';

@@ -1,0 +1,730 @@
+\echo Use "CREATE EXTENSION idempotent_inbox" to load this file. \quit
+
+/*
+ * Terms used throughout:
+ *   inbox      an ordinary table of claims for one consumer, registered below
+ *   claim      the row that says "this message id is being or has been applied"
+ *   effect     the business change applied together with the claim
+ *   duplicate  a delivery whose id is already claimed by a committed transaction
+ *
+ * Inbox tables are user data: they are never members of this extension, so pg_dump
+ * keeps their rows and DROP EXTENSION leaves them in place as plain tables.  They use
+ * built-in types only, so nothing of theirs depends on the extension either.
+ *
+ * Written to be safe to run as a superuser in a database whose owner is hostile:
+ *   - the script creates schema inbox itself and never adopts an existing one (the
+ *     control file names pg_catalog, as pg_cron does, so that CREATE EXTENSION does
+ *     not create or reuse the schema before this script runs);
+ *   - every object is named inbox.x or pg_catalog.x (the extension's own schema is
+ *     pg_catalog here), every operator is OPERATOR(pg_catalog.op), so that no object
+ *     someone put in a schema on the path can be picked instead of the built-in one;
+ *   - the views are security_barrier, and a view over everyone's objects skips or
+ *     flags (a NULL column) an object it cannot read instead of failing.
+ * An update script that adds objects follows the same rules.
+ */
+
+-- The schema: created here, so a schema "inbox" made beforehand by anyone (a database
+-- owner, say, with an operator inbox.= waiting for a superuser's script) makes CREATE
+-- EXTENSION fail before any of its objects can be used.  CREATE SCHEMA alone would
+-- fail too; the check gives the reason and the way out.
+DO $$
+BEGIN
+    IF pg_catalog.to_regnamespace('inbox') IS NOT NULL THEN
+        RAISE EXCEPTION 'schema "inbox" already exists'
+            USING ERRCODE = 'duplicate_schema',
+                  DETAIL = 'CREATE EXTENSION idempotent_inbox creates schema inbox itself and never adopts one it did not create: objects someone else put there would run with the installing superuser''s rights.',
+                  HINT = 'Look at what the existing schema inbox holds, then drop or rename it and run CREATE EXTENSION again.';
+    END IF;
+END
+$$;
+CREATE SCHEMA inbox;
+COMMENT ON SCHEMA inbox IS 'idempotent_inbox: inbox tables registry, claim functions and views';
+
+-- Every role may call the claim functions; what they touch is checked per table.
+GRANT USAGE ON SCHEMA inbox TO PUBLIC;
+
+-- Outcomes.  Later versions may add labels; none is ever renamed.
+CREATE TYPE inbox.outcome AS ENUM ('applied', 'duplicate');
+COMMENT ON TYPE inbox.outcome IS
+    'result of claim_apply: the effect ran (applied) or the id was already claimed (duplicate)';
+
+CREATE TYPE inbox.claim_status AS ENUM ('claimed', 'duplicate', 'in_progress');
+COMMENT ON TYPE inbox.claim_status IS
+    'result of try_claim: claimed now, already claimed and committed, or held by another open transaction';
+
+-- The registry: which tables are inboxes.  A configuration table, so pg_dump keeps its
+-- rows; regclass survives dump/restore by name and pg_upgrade by preserved OID.
+CREATE TABLE inbox.registry (
+    relid       pg_catalog.regclass PRIMARY KEY,
+    key_type    pg_catalog.regtype NOT NULL
+                CONSTRAINT registry_key_type_check
+                CHECK (key_type OPERATOR(pg_catalog.=) ANY (ARRAY['pg_catalog.text'::pg_catalog.regtype,
+                                                                  'pg_catalog.uuid'::pg_catalog.regtype,
+                                                                  'pg_catalog.int8'::pg_catalog.regtype])),
+    retention   pg_catalog.interval
+                CONSTRAINT registry_retention_check
+                CHECK (retention OPERATOR(pg_catalog.>) '0'::pg_catalog.interval),
+    created_at  pg_catalog.timestamptz NOT NULL DEFAULT pg_catalog.now(),
+    shard_key   pg_catalog.name
+);
+COMMENT ON TABLE inbox.registry IS
+    'one row per inbox table; written only by create_inbox and drop_inbox';
+SELECT pg_catalog.pg_extension_config_dump('inbox.registry', '');
+
+-- Everyone may see which tables are inboxes; only the functions below change it.
+GRANT SELECT ON inbox.registry TO PUBLIC;
+
+CREATE VIEW inbox.inboxes WITH (security_barrier) AS
+    SELECT r.relid AS inbox,
+           n.nspname AS schema_name,
+           c.relname AS table_name,
+           r.key_type,
+           r.retention,
+           r.created_at,
+           r.shard_key
+      FROM inbox.registry r
+      JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) r.relid::pg_catalog.oid
+      JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) c.relnamespace;
+COMMENT ON VIEW inbox.inboxes IS 'the inboxes of this database and their settings';
+GRANT SELECT ON inbox.inboxes TO PUBLIC;
+
+-- Inbox administration.
+
+CREATE FUNCTION inbox.create_inbox(name pg_catalog.text,
+                                         key_type pg_catalog.regtype DEFAULT 'pg_catalog.text',
+                                         retention pg_catalog.interval DEFAULT NULL)
+RETURNS pg_catalog.regclass
+AS 'MODULE_PATHNAME', 'inbox_create_inbox'
+LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY INVOKER;
+COMMENT ON FUNCTION inbox.create_inbox(pg_catalog.text, pg_catalog.regtype, pg_catalog.interval) IS
+    'create an inbox table (message_id primary key, claimed_at) owned by the caller and register it';
+
+CREATE FUNCTION inbox.drop_inbox(inbox pg_catalog.regclass)
+RETURNS void
+AS 'MODULE_PATHNAME', 'inbox_drop_inbox'
+LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY INVOKER;
+COMMENT ON FUNCTION inbox.drop_inbox(pg_catalog.regclass) IS
+    'drop an inbox table and its claims; needs the privileges of DROP TABLE';
+
+CREATE FUNCTION inbox.set_retention(inbox pg_catalog.regclass, retention pg_catalog.interval)
+RETURNS void
+AS 'MODULE_PATHNAME', 'inbox_set_retention'
+LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY INVOKER;
+COMMENT ON FUNCTION inbox.set_retention(pg_catalog.regclass, pg_catalog.interval) IS
+    'change an inbox''s dedup window (NULL: keep claims forever); owner only';
+
+CREATE FUNCTION inbox.purge(inbox pg_catalog.regclass, batch pg_catalog.int4 DEFAULT 10000)
+RETURNS pg_catalog.int8
+AS 'MODULE_PATHNAME', 'inbox_purge'
+LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY INVOKER;
+COMMENT ON FUNCTION inbox.purge(pg_catalog.regclass, pg_catalog.int4) IS
+    'delete up to batch claims that have left the inbox''s retention window, oldest first; returns how many';
+
+/*
+ * Forgetting claims is what lets a redelivery through: dropping an inbox, changing
+ * its window and purging it decide how long duplicates are caught, which is the
+ * operator's call, not every consumer's.  So they are not granted to PUBLIC; grant
+ * them to the role that administers the consumers.  (Each also runs with the
+ * caller's rights on the table: DROP needs ownership, purge needs DELETE.)
+ */
+REVOKE ALL ON FUNCTION inbox.drop_inbox(pg_catalog.regclass) FROM PUBLIC;
+REVOKE ALL ON FUNCTION inbox.set_retention(pg_catalog.regclass, pg_catalog.interval) FROM PUBLIC;
+REVOKE ALL ON FUNCTION inbox.purge(pg_catalog.regclass, pg_catalog.int4) FROM PUBLIC;
+
+-- A plain DROP TABLE of an inbox must not leave a registry row behind, or a later
+-- table that happens to get the same OID would be taken for an inbox.  Definer rights
+-- because the dropping user may not own the registry.
+CREATE FUNCTION inbox.forget_dropped_inboxes()
+RETURNS event_trigger
+LANGUAGE plpgsql SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    DELETE FROM inbox.registry r
+     USING pg_catalog.pg_event_trigger_dropped_objects() d
+     WHERE d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_class'::pg_catalog.regclass::pg_catalog.oid
+       AND d.objsubid OPERATOR(pg_catalog.=) 0
+       AND r.relid::pg_catalog.oid OPERATOR(pg_catalog.=) d.objid;
+    DELETE FROM inbox.positions p
+     USING pg_catalog.pg_event_trigger_dropped_objects() d
+     WHERE d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_class'::pg_catalog.regclass::pg_catalog.oid
+       AND d.objsubid OPERATOR(pg_catalog.=) 0
+       AND p.inbox::pg_catalog.oid OPERATOR(pg_catalog.=) d.objid;
+END
+$$;
+COMMENT ON FUNCTION inbox.forget_dropped_inboxes() IS
+    'event trigger: removes registry rows of dropped tables';
+REVOKE ALL ON FUNCTION inbox.forget_dropped_inboxes() FROM PUBLIC;
+
+CREATE EVENT TRIGGER idempotent_inbox_forget_dropped
+    ON sql_drop
+    WHEN TAG IN ('DROP TABLE', 'DROP SCHEMA', 'DROP OWNED')
+    EXECUTE FUNCTION inbox.forget_dropped_inboxes();
+
+-- Claims.  One C function per SQL name; the key type is read from the signature.
+-- Not STRICT: a NULL id is an error (22004), never a silent NULL.
+
+CREATE FUNCTION inbox.claim(inbox pg_catalog.regclass, message_id pg_catalog.text)
+RETURNS boolean AS 'MODULE_PATHNAME', 'inbox_claim'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+CREATE FUNCTION inbox.claim(inbox pg_catalog.regclass, message_id pg_catalog.uuid)
+RETURNS boolean AS 'MODULE_PATHNAME', 'inbox_claim'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+CREATE FUNCTION inbox.claim(inbox pg_catalog.regclass, message_id pg_catalog.int8)
+RETURNS boolean AS 'MODULE_PATHNAME', 'inbox_claim'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION inbox.claim(pg_catalog.regclass, pg_catalog.text) IS
+    'claim a message id in the current transaction: true on first delivery, false on a duplicate';
+COMMENT ON FUNCTION inbox.claim(pg_catalog.regclass, pg_catalog.uuid) IS
+    'claim a message id in the current transaction: true on first delivery, false on a duplicate';
+COMMENT ON FUNCTION inbox.claim(pg_catalog.regclass, pg_catalog.int8) IS
+    'claim a message id in the current transaction: true on first delivery, false on a duplicate';
+
+CREATE FUNCTION inbox.try_claim(inbox pg_catalog.regclass, message_id pg_catalog.text)
+RETURNS inbox.claim_status AS 'MODULE_PATHNAME', 'inbox_try_claim'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+CREATE FUNCTION inbox.try_claim(inbox pg_catalog.regclass, message_id pg_catalog.uuid)
+RETURNS inbox.claim_status AS 'MODULE_PATHNAME', 'inbox_try_claim'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+CREATE FUNCTION inbox.try_claim(inbox pg_catalog.regclass, message_id pg_catalog.int8)
+RETURNS inbox.claim_status AS 'MODULE_PATHNAME', 'inbox_try_claim'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION inbox.try_claim(pg_catalog.regclass, pg_catalog.text) IS
+    'claim without waiting: claimed, duplicate, or in_progress when another open transaction holds the id';
+COMMENT ON FUNCTION inbox.try_claim(pg_catalog.regclass, pg_catalog.uuid) IS
+    'claim without waiting: claimed, duplicate, or in_progress when another open transaction holds the id';
+COMMENT ON FUNCTION inbox.try_claim(pg_catalog.regclass, pg_catalog.int8) IS
+    'claim without waiting: claimed, duplicate, or in_progress when another open transaction holds the id';
+
+CREATE FUNCTION inbox.claim_many(inbox pg_catalog.regclass, message_ids pg_catalog.text[])
+RETURNS SETOF pg_catalog.text AS 'MODULE_PATHNAME', 'inbox_claim_many'
+LANGUAGE C VOLATILE PARALLEL UNSAFE ROWS 100;
+CREATE FUNCTION inbox.claim_many(inbox pg_catalog.regclass, message_ids pg_catalog.uuid[])
+RETURNS SETOF pg_catalog.uuid AS 'MODULE_PATHNAME', 'inbox_claim_many'
+LANGUAGE C VOLATILE PARALLEL UNSAFE ROWS 100;
+CREATE FUNCTION inbox.claim_many(inbox pg_catalog.regclass, message_ids pg_catalog.int8[])
+RETURNS SETOF pg_catalog.int8 AS 'MODULE_PATHNAME', 'inbox_claim_many'
+LANGUAGE C VOLATILE PARALLEL UNSAFE ROWS 100;
+-- Drivers send arrays as untyped strings such as '{a,b}', which would be ambiguous
+-- among the array overloads; an untyped argument resolves to this one.
+CREATE FUNCTION inbox.claim_many(inbox pg_catalog.regclass, message_ids pg_catalog.text)
+RETURNS SETOF pg_catalog.text AS 'MODULE_PATHNAME', 'inbox_claim_many'
+LANGUAGE C VOLATILE PARALLEL UNSAFE ROWS 100;
+COMMENT ON FUNCTION inbox.claim_many(pg_catalog.regclass, pg_catalog.text) IS
+    'claim a batch given as an array literal; returns the fresh ids in input order, each once';
+COMMENT ON FUNCTION inbox.claim_many(pg_catalog.regclass, pg_catalog.text[]) IS
+    'claim a batch; returns the fresh ids in input order, each once';
+COMMENT ON FUNCTION inbox.claim_many(pg_catalog.regclass, pg_catalog.uuid[]) IS
+    'claim a batch; returns the fresh ids in input order, each once';
+COMMENT ON FUNCTION inbox.claim_many(pg_catalog.regclass, pg_catalog.int8[]) IS
+    'claim a batch; returns the fresh ids in input order, each once';
+
+/*
+ * claim_apply comes in three shapes per key type:
+ *   no arguments              a statement without parameters
+ *   VARIADIC "any"            typed values, and untyped literals whose types are
+ *                             inferred from the statement
+ *   VARIADIC text[]           chosen by the parser when every argument is an untyped
+ *                             driver parameter (node-postgres, psycopg strings), which
+ *                             "any" cannot accept; each is converted to the type the
+ *                             statement gives its $n
+ */
+CREATE FUNCTION inbox.claim_apply(inbox pg_catalog.regclass, message_id pg_catalog.text,
+                                        statement pg_catalog.text)
+RETURNS inbox.outcome AS 'MODULE_PATHNAME', 'inbox_claim_apply'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+CREATE FUNCTION inbox.claim_apply(inbox pg_catalog.regclass, message_id pg_catalog.text,
+                                        statement pg_catalog.text, VARIADIC args "any")
+RETURNS inbox.outcome AS 'MODULE_PATHNAME', 'inbox_claim_apply'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+CREATE FUNCTION inbox.claim_apply(inbox pg_catalog.regclass, message_id pg_catalog.text,
+                                        statement pg_catalog.text, VARIADIC args pg_catalog.text[])
+RETURNS inbox.outcome AS 'MODULE_PATHNAME', 'inbox_claim_apply'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+
+CREATE FUNCTION inbox.claim_apply(inbox pg_catalog.regclass, message_id pg_catalog.uuid,
+                                        statement pg_catalog.text)
+RETURNS inbox.outcome AS 'MODULE_PATHNAME', 'inbox_claim_apply'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+CREATE FUNCTION inbox.claim_apply(inbox pg_catalog.regclass, message_id pg_catalog.uuid,
+                                        statement pg_catalog.text, VARIADIC args "any")
+RETURNS inbox.outcome AS 'MODULE_PATHNAME', 'inbox_claim_apply'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+CREATE FUNCTION inbox.claim_apply(inbox pg_catalog.regclass, message_id pg_catalog.uuid,
+                                        statement pg_catalog.text, VARIADIC args pg_catalog.text[])
+RETURNS inbox.outcome AS 'MODULE_PATHNAME', 'inbox_claim_apply'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+
+CREATE FUNCTION inbox.claim_apply(inbox pg_catalog.regclass, message_id pg_catalog.int8,
+                                        statement pg_catalog.text)
+RETURNS inbox.outcome AS 'MODULE_PATHNAME', 'inbox_claim_apply'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+CREATE FUNCTION inbox.claim_apply(inbox pg_catalog.regclass, message_id pg_catalog.int8,
+                                        statement pg_catalog.text, VARIADIC args "any")
+RETURNS inbox.outcome AS 'MODULE_PATHNAME', 'inbox_claim_apply'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+CREATE FUNCTION inbox.claim_apply(inbox pg_catalog.regclass, message_id pg_catalog.int8,
+                                        statement pg_catalog.text, VARIADIC args pg_catalog.text[])
+RETURNS inbox.outcome AS 'MODULE_PATHNAME', 'inbox_claim_apply'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+
+COMMENT ON FUNCTION inbox.claim_apply(pg_catalog.regclass, pg_catalog.text, pg_catalog.text) IS
+    'claim a message id and, on first delivery only, run the statement in the same transaction';
+COMMENT ON FUNCTION inbox.claim_apply(pg_catalog.regclass, pg_catalog.text, pg_catalog.text, "any") IS
+    'claim a message id and, on first delivery only, run the statement with $1..$n bound to args';
+COMMENT ON FUNCTION inbox.claim_apply(pg_catalog.regclass, pg_catalog.text, pg_catalog.text, pg_catalog.text[]) IS
+    'claim a message id and, on first delivery only, run the statement with untyped args converted to the types of $1..$n';
+COMMENT ON FUNCTION inbox.claim_apply(pg_catalog.regclass, pg_catalog.uuid, pg_catalog.text) IS
+    'claim a message id and, on first delivery only, run the statement in the same transaction';
+COMMENT ON FUNCTION inbox.claim_apply(pg_catalog.regclass, pg_catalog.uuid, pg_catalog.text, "any") IS
+    'claim a message id and, on first delivery only, run the statement with $1..$n bound to args';
+COMMENT ON FUNCTION inbox.claim_apply(pg_catalog.regclass, pg_catalog.uuid, pg_catalog.text, pg_catalog.text[]) IS
+    'claim a message id and, on first delivery only, run the statement with untyped args converted to the types of $1..$n';
+COMMENT ON FUNCTION inbox.claim_apply(pg_catalog.regclass, pg_catalog.int8, pg_catalog.text) IS
+    'claim a message id and, on first delivery only, run the statement in the same transaction';
+COMMENT ON FUNCTION inbox.claim_apply(pg_catalog.regclass, pg_catalog.int8, pg_catalog.text, "any") IS
+    'claim a message id and, on first delivery only, run the statement with $1..$n bound to args';
+COMMENT ON FUNCTION inbox.claim_apply(pg_catalog.regclass, pg_catalog.int8, pg_catalog.text, pg_catalog.text[]) IS
+    'claim a message id and, on first delivery only, run the statement with untyped args converted to the types of $1..$n';
+
+/*
+ * Naturally idempotent writes: where the effect can be made idempotent by its
+ * shape ("set status to PAID", "upsert the total"), no inbox is needed.
+ */
+CREATE TYPE inbox.upsert_outcome AS ENUM ('inserted', 'updated', 'unchanged', 'stale');
+COMMENT ON TYPE inbox.upsert_outcome IS
+    'result of upsert: inserted, updated, unchanged (a replay; nothing written), or stale (an older or equal version; nothing written)';
+
+CREATE TYPE inbox.transition_outcome AS ENUM ('moved', 'already', 'rejected', 'missing');
+COMMENT ON TYPE inbox.transition_outcome IS
+    'result of transition: moved, already in the target state (a replay), rejected (in a state not listed), missing (no such row)';
+
+CREATE FUNCTION inbox.upsert(target pg_catalog.regclass, new_row pg_catalog.jsonb,
+                                   key pg_catalog.text[] DEFAULT NULL,
+                                   version_column pg_catalog.text DEFAULT NULL)
+RETURNS inbox.upsert_outcome AS 'MODULE_PATHNAME', 'inbox_upsert'
+LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY INVOKER;
+COMMENT ON FUNCTION inbox.upsert(pg_catalog.regclass, pg_catalog.jsonb, pg_catalog.text[], pg_catalog.text) IS
+    'insert or update the row with new_row''s key; a replay writes nothing; with version_column, older versions are stale';
+
+-- A row of the table's own type.  Not an overload of upsert: with one, every call
+-- passing an untyped jsonb literal would be ambiguous.
+CREATE FUNCTION inbox.upsert_row(new_row anyelement,
+                                       key pg_catalog.text[] DEFAULT NULL,
+                                       version_column pg_catalog.text DEFAULT NULL)
+RETURNS inbox.upsert_outcome AS 'MODULE_PATHNAME', 'inbox_upsert_row'
+LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY INVOKER;
+COMMENT ON FUNCTION inbox.upsert_row(anyelement, pg_catalog.text[], pg_catalog.text) IS
+    'upsert a row of a table''s own type into that table';
+
+CREATE FUNCTION inbox.transition(target pg_catalog.regclass, key pg_catalog.jsonb,
+                                       state_column pg_catalog.text,
+                                       from_states pg_catalog.text[], to_state pg_catalog.text)
+RETURNS inbox.transition_outcome AS 'MODULE_PATHNAME', 'inbox_transition'
+LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY INVOKER;
+COMMENT ON FUNCTION inbox.transition(pg_catalog.regclass, pg_catalog.jsonb, pg_catalog.text, pg_catalog.text[], pg_catalog.text) IS
+    'move the row with this key to to_state if it is in one of from_states (NULL: the states the column''s machine allows)';
+
+CREATE FUNCTION inbox.transition(target pg_catalog.regclass, key pg_catalog.jsonb,
+                                       state_column pg_catalog.text, to_state pg_catalog.text)
+RETURNS inbox.transition_outcome AS 'MODULE_PATHNAME', 'inbox_transition'
+LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY INVOKER;
+COMMENT ON FUNCTION inbox.transition(pg_catalog.regclass, pg_catalog.jsonb, pg_catalog.text, pg_catalog.text) IS
+    'move the row with this key to to_state from any state the column''s machine allows';
+
+CREATE FUNCTION inbox.guard_trigger()
+RETURNS trigger AS 'MODULE_PATHNAME', 'inbox_guard_trigger'
+LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY INVOKER;
+COMMENT ON FUNCTION inbox.guard_trigger() IS
+    'trigger of a state machine installed by guard_transitions; refuses moves the machine does not allow';
+
+CREATE FUNCTION inbox.guard_transitions(target pg_catalog.regclass,
+                                              state_column pg_catalog.text,
+                                              edges pg_catalog.jsonb)
+RETURNS void AS 'MODULE_PATHNAME', 'inbox_guard_transitions'
+LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY INVOKER;
+COMMENT ON FUNCTION inbox.guard_transitions(pg_catalog.regclass, pg_catalog.text, pg_catalog.jsonb) IS
+    'install (or replace) a state machine on a column, enforced for every writer: {"FROM": ["TO", ...], ...}';
+
+CREATE FUNCTION inbox.unguard_transitions(target pg_catalog.regclass,
+                                                state_column pg_catalog.text)
+RETURNS boolean AS 'MODULE_PATHNAME', 'inbox_unguard_transitions'
+LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY INVOKER;
+COMMENT ON FUNCTION inbox.unguard_transitions(pg_catalog.regclass, pg_catalog.text) IS
+    'remove the state machine of a column; false if there was none';
+
+CREATE FUNCTION inbox.trigger_arguments(tgargs pg_catalog.bytea, tgnargs pg_catalog.int2)
+RETURNS pg_catalog.text[] AS 'MODULE_PATHNAME', 'inbox_trigger_arguments'
+LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION inbox.trigger_arguments(pg_catalog.bytea, pg_catalog.int2) IS
+    'the arguments of a trigger (pg_trigger.tgargs) as text[]';
+
+-- Anyone may create a trigger calling guard_trigger on a table of theirs, with any
+-- arguments; the view must still answer for everyone, so edges that are not a JSON
+-- object read as NULL (and the trigger refuses every move).
+CREATE FUNCTION inbox.edges_or_null(edges pg_catalog.text)
+RETURNS pg_catalog.jsonb
+LANGUAGE plpgsql IMMUTABLE STRICT PARALLEL UNSAFE SECURITY INVOKER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    parsed pg_catalog.jsonb;
+BEGIN
+    parsed := edges::pg_catalog.jsonb;
+    IF pg_catalog.jsonb_typeof(parsed) OPERATOR(pg_catalog.=) 'object' THEN
+        RETURN parsed;
+    END IF;
+    RETURN NULL;
+EXCEPTION
+    -- Whatever jsonb's input may refuse: bad syntax, \u0000, nesting or size limits.
+    WHEN invalid_text_representation OR untranslatable_character
+         OR statement_too_complex OR program_limit_exceeded THEN
+        RETURN NULL;
+END
+$$;
+COMMENT ON FUNCTION inbox.edges_or_null(pg_catalog.text) IS
+    'the text as a jsonb object, or NULL when it is not one: how inbox.state_machines reads a trigger''s edges';
+
+-- A trigger with other than two arguments, or edges that are not a JSON object, is
+-- listed with NULL in the columns it cannot fill.
+CREATE VIEW inbox.state_machines WITH (security_barrier) AS
+    SELECT t.tgrelid::pg_catalog.regclass AS target,
+           CASE WHEN t.tgnargs OPERATOR(pg_catalog.=) 2 THEN a.args[1] END AS state_column,
+           CASE WHEN t.tgnargs OPERATOR(pg_catalog.=) 2 THEN inbox.edges_or_null(a.args[2]) END AS edges
+      FROM pg_catalog.pg_trigger t
+     CROSS JOIN LATERAL (SELECT inbox.trigger_arguments(t.tgargs, t.tgnargs) AS args) a
+     WHERE t.tgfoid OPERATOR(pg_catalog.=) 'inbox.guard_trigger()'::pg_catalog.regprocedure::pg_catalog.oid;
+COMMENT ON VIEW inbox.state_machines IS
+    'the state machines installed by guard_transitions; NULL state_column and edges for a guard_trigger whose arguments are not (column, JSON object)';
+GRANT SELECT ON inbox.state_machines TO PUBLIC;
+
+/*
+ * Idempotency keys for effects that leave the database (section 4 of the SPEC).
+ * The same inbox table carries them: fingerprint, result, and a lease (token,
+ * lease_until and, for session-bound leases, the holder's backend).
+ */
+CREATE FUNCTION inbox.fingerprint(payload pg_catalog.jsonb)
+RETURNS pg_catalog.bytea AS 'MODULE_PATHNAME', 'inbox_fingerprint'
+LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION inbox.fingerprint(pg_catalog.jsonb) IS
+    'SHA-256 of a jsonb document in canonical form: key order, whitespace and 1.0 versus 1 do not matter';
+
+CREATE FUNCTION inbox.claim(inbox pg_catalog.regclass, message_id pg_catalog.text,
+                                  fingerprint pg_catalog.bytea)
+RETURNS boolean AS 'MODULE_PATHNAME', 'inbox_claim'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+CREATE FUNCTION inbox.claim(inbox pg_catalog.regclass, message_id pg_catalog.uuid,
+                                  fingerprint pg_catalog.bytea)
+RETURNS boolean AS 'MODULE_PATHNAME', 'inbox_claim'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+CREATE FUNCTION inbox.claim(inbox pg_catalog.regclass, message_id pg_catalog.int8,
+                                  fingerprint pg_catalog.bytea)
+RETURNS boolean AS 'MODULE_PATHNAME', 'inbox_claim'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION inbox.claim(pg_catalog.regclass, pg_catalog.text, pg_catalog.bytea) IS
+    'claim a message id with a request fingerprint; a claim with another fingerprint is an error (22I01)';
+COMMENT ON FUNCTION inbox.claim(pg_catalog.regclass, pg_catalog.uuid, pg_catalog.bytea) IS
+    'claim a message id with a request fingerprint; a claim with another fingerprint is an error (22I01)';
+COMMENT ON FUNCTION inbox.claim(pg_catalog.regclass, pg_catalog.int8, pg_catalog.bytea) IS
+    'claim a message id with a request fingerprint; a claim with another fingerprint is an error (22I01)';
+
+CREATE FUNCTION inbox.complete(inbox pg_catalog.regclass, message_id pg_catalog.text,
+                                     result pg_catalog.jsonb)
+RETURNS void AS 'MODULE_PATHNAME', 'inbox_complete'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+CREATE FUNCTION inbox.complete(inbox pg_catalog.regclass, message_id pg_catalog.uuid,
+                                     result pg_catalog.jsonb)
+RETURNS void AS 'MODULE_PATHNAME', 'inbox_complete'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+CREATE FUNCTION inbox.complete(inbox pg_catalog.regclass, message_id pg_catalog.int8,
+                                     result pg_catalog.jsonb)
+RETURNS void AS 'MODULE_PATHNAME', 'inbox_complete'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION inbox.complete(pg_catalog.regclass, pg_catalog.text, pg_catalog.jsonb) IS
+    'store the result of a claimed message, to replay to duplicates';
+COMMENT ON FUNCTION inbox.complete(pg_catalog.regclass, pg_catalog.uuid, pg_catalog.jsonb) IS
+    'store the result of a claimed message, to replay to duplicates';
+COMMENT ON FUNCTION inbox.complete(pg_catalog.regclass, pg_catalog.int8, pg_catalog.jsonb) IS
+    'store the result of a claimed message, to replay to duplicates';
+
+CREATE FUNCTION inbox.result(inbox pg_catalog.regclass, message_id pg_catalog.text)
+RETURNS pg_catalog.jsonb AS 'MODULE_PATHNAME', 'inbox_result'
+LANGUAGE C STABLE PARALLEL UNSAFE;
+CREATE FUNCTION inbox.result(inbox pg_catalog.regclass, message_id pg_catalog.uuid)
+RETURNS pg_catalog.jsonb AS 'MODULE_PATHNAME', 'inbox_result'
+LANGUAGE C STABLE PARALLEL UNSAFE;
+CREATE FUNCTION inbox.result(inbox pg_catalog.regclass, message_id pg_catalog.int8)
+RETURNS pg_catalog.jsonb AS 'MODULE_PATHNAME', 'inbox_result'
+LANGUAGE C STABLE PARALLEL UNSAFE;
+COMMENT ON FUNCTION inbox.result(pg_catalog.regclass, pg_catalog.text) IS
+    'the stored result of a message, or NULL';
+COMMENT ON FUNCTION inbox.result(pg_catalog.regclass, pg_catalog.uuid) IS
+    'the stored result of a message, or NULL';
+COMMENT ON FUNCTION inbox.result(pg_catalog.regclass, pg_catalog.int8) IS
+    'the stored result of a message, or NULL';
+
+CREATE TYPE inbox.lease_status AS ENUM ('acquired', 'in_progress', 'completed');
+COMMENT ON TYPE inbox.lease_status IS
+    'result of acquire: acquired (run the effect, then finish), in_progress (another live attempt), completed (replay the stored result)';
+
+-- Fencing tokens: one sequence, so no token is ever handed out twice, not even
+-- for a key released or purged and acquired again.  Its position is dumped with
+-- the data, so a restored database keeps handing out higher tokens.
+CREATE SEQUENCE inbox.lease_tokens;
+COMMENT ON SEQUENCE inbox.lease_tokens IS 'fencing tokens handed out by acquire';
+SELECT pg_catalog.pg_extension_config_dump('inbox.lease_tokens', '');
+
+CREATE FUNCTION inbox.acquire(inbox pg_catalog.regclass, key pg_catalog.text,
+                                    lease pg_catalog.interval,
+                                    fingerprint pg_catalog.bytea DEFAULT NULL,
+                                    session_bound boolean DEFAULT false,
+                                    OUT status inbox.lease_status, OUT token pg_catalog.int8,
+                                    OUT result pg_catalog.jsonb)
+RETURNS record AS 'MODULE_PATHNAME', 'inbox_acquire'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+CREATE FUNCTION inbox.acquire(inbox pg_catalog.regclass, key pg_catalog.uuid,
+                                    lease pg_catalog.interval,
+                                    fingerprint pg_catalog.bytea DEFAULT NULL,
+                                    session_bound boolean DEFAULT false,
+                                    OUT status inbox.lease_status, OUT token pg_catalog.int8,
+                                    OUT result pg_catalog.jsonb)
+RETURNS record AS 'MODULE_PATHNAME', 'inbox_acquire'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+CREATE FUNCTION inbox.acquire(inbox pg_catalog.regclass, key pg_catalog.int8,
+                                    lease pg_catalog.interval,
+                                    fingerprint pg_catalog.bytea DEFAULT NULL,
+                                    session_bound boolean DEFAULT false,
+                                    OUT status inbox.lease_status, OUT token pg_catalog.int8,
+                                    OUT result pg_catalog.jsonb)
+RETURNS record AS 'MODULE_PATHNAME', 'inbox_acquire'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION inbox.acquire(pg_catalog.regclass, pg_catalog.text, pg_catalog.interval, pg_catalog.bytea, boolean) IS
+    'take a lease on an idempotency key, commit, then run the outside effect: acquired, in_progress or completed';
+COMMENT ON FUNCTION inbox.acquire(pg_catalog.regclass, pg_catalog.uuid, pg_catalog.interval, pg_catalog.bytea, boolean) IS
+    'take a lease on an idempotency key, commit, then run the outside effect: acquired, in_progress or completed';
+COMMENT ON FUNCTION inbox.acquire(pg_catalog.regclass, pg_catalog.int8, pg_catalog.interval, pg_catalog.bytea, boolean) IS
+    'take a lease on an idempotency key, commit, then run the outside effect: acquired, in_progress or completed';
+
+CREATE FUNCTION inbox.finish(inbox pg_catalog.regclass, key pg_catalog.text,
+                                   token pg_catalog.int8, result pg_catalog.jsonb DEFAULT NULL)
+RETURNS void AS 'MODULE_PATHNAME', 'inbox_finish'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+CREATE FUNCTION inbox.finish(inbox pg_catalog.regclass, key pg_catalog.uuid,
+                                   token pg_catalog.int8, result pg_catalog.jsonb DEFAULT NULL)
+RETURNS void AS 'MODULE_PATHNAME', 'inbox_finish'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+CREATE FUNCTION inbox.finish(inbox pg_catalog.regclass, key pg_catalog.int8,
+                                   token pg_catalog.int8, result pg_catalog.jsonb DEFAULT NULL)
+RETURNS void AS 'MODULE_PATHNAME', 'inbox_finish'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION inbox.finish(pg_catalog.regclass, pg_catalog.text, pg_catalog.int8, pg_catalog.jsonb) IS
+    'mark the lease''s attempt done and store its result; a stale token is an error (55I01)';
+COMMENT ON FUNCTION inbox.finish(pg_catalog.regclass, pg_catalog.uuid, pg_catalog.int8, pg_catalog.jsonb) IS
+    'mark the lease''s attempt done and store its result; a stale token is an error (55I01)';
+COMMENT ON FUNCTION inbox.finish(pg_catalog.regclass, pg_catalog.int8, pg_catalog.int8, pg_catalog.jsonb) IS
+    'mark the lease''s attempt done and store its result; a stale token is an error (55I01)';
+
+CREATE FUNCTION inbox.release(inbox pg_catalog.regclass, key pg_catalog.text,
+                                    token pg_catalog.int8)
+RETURNS void AS 'MODULE_PATHNAME', 'inbox_release'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+CREATE FUNCTION inbox.release(inbox pg_catalog.regclass, key pg_catalog.uuid,
+                                    token pg_catalog.int8)
+RETURNS void AS 'MODULE_PATHNAME', 'inbox_release'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+CREATE FUNCTION inbox.release(inbox pg_catalog.regclass, key pg_catalog.int8,
+                                    token pg_catalog.int8)
+RETURNS void AS 'MODULE_PATHNAME', 'inbox_release'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION inbox.release(pg_catalog.regclass, pg_catalog.text, pg_catalog.int8) IS
+    'forget a failed attempt so that a retry may run; a stale token is an error (55I01)';
+COMMENT ON FUNCTION inbox.release(pg_catalog.regclass, pg_catalog.uuid, pg_catalog.int8) IS
+    'forget a failed attempt so that a retry may run; a stale token is an error (55I01)';
+COMMENT ON FUNCTION inbox.release(pg_catalog.regclass, pg_catalog.int8, pg_catalog.int8) IS
+    'forget a failed attempt so that a retry may run; a stale token is an error (55I01)';
+
+-- Observability (section 6 of the SPEC).
+CREATE FUNCTION inbox.live_counters(inbox pg_catalog.regclass,
+                                          OUT claims pg_catalog.int8, OUT duplicates pg_catalog.int8,
+                                          OUT in_progress pg_catalog.int8,
+                                          OUT fingerprint_conflicts pg_catalog.int8,
+                                          OUT takeovers pg_catalog.int8, OUT purged pg_catalog.int8)
+RETURNS record AS 'MODULE_PATHNAME', 'inbox_live_counters'
+LANGUAGE C VOLATILE PARALLEL SAFE;
+COMMENT ON FUNCTION inbox.live_counters(pg_catalog.regclass) IS
+    'counters of an inbox since the server started; NULL unless the library is in shared_preload_libraries';
+
+CREATE FUNCTION inbox.oldest_claim(inbox pg_catalog.regclass)
+RETURNS pg_catalog.timestamptz AS 'MODULE_PATHNAME', 'inbox_oldest_claim'
+LANGUAGE C STABLE PARALLEL UNSAFE;
+COMMENT ON FUNCTION inbox.oldest_claim(pg_catalog.regclass) IS
+    'when the oldest claim still stored was made; NULL if none or if the caller may not read the inbox';
+
+-- oldest_claim and live_counters never fail for one inbox: they answer NULL for an
+-- inbox the caller may not read, or whose owner altered what they read, so the
+-- other inboxes' rows are unaffected.
+CREATE VIEW inbox.stats WITH (security_barrier) AS
+    SELECT r.relid AS inbox,
+           c.claims,
+           c.duplicates,
+           c.in_progress,
+           c.fingerprint_conflicts,
+           c.takeovers,
+           c.purged,
+           inbox.oldest_claim(r.relid) AS oldest_claim
+      FROM inbox.registry r
+     CROSS JOIN LATERAL inbox.live_counters(r.relid) c
+     WHERE EXISTS (SELECT 1 FROM pg_catalog.pg_class k
+                    WHERE k.oid OPERATOR(pg_catalog.=) r.relid::pg_catalog.oid);
+COMMENT ON VIEW inbox.stats IS
+    'per inbox: claims, duplicates, in-progress answers, fingerprint conflicts, leases taken over and purged claims since the server started (NULL unless preloaded), and the oldest claim (NULL if the caller may not read the inbox or its owner altered its key or claimed_at)';
+GRANT SELECT ON inbox.stats TO PUBLIC;
+
+/*
+ * Streams (section 5 of the SPEC): the offset of the last message applied, per
+ * inbox, topic and partition, committed with the effect.  One row per partition,
+ * however many messages.  Written only by advance, with the rights the caller
+ * has on the inbox; a configuration table, so pg_dump keeps the positions.
+ */
+CREATE TABLE inbox.positions (
+    inbox       pg_catalog.regclass NOT NULL,
+    topic       pg_catalog.text NOT NULL,
+    "partition" pg_catalog.int4 NOT NULL
+                CONSTRAINT positions_partition_check CHECK ("partition" OPERATOR(pg_catalog.>=) 0),
+    "offset"    pg_catalog.int8 NOT NULL
+                CONSTRAINT positions_offset_check CHECK ("offset" OPERATOR(pg_catalog.>=) 0),
+    advanced_at pg_catalog.timestamptz NOT NULL DEFAULT pg_catalog.now(),
+    PRIMARY KEY (inbox, topic, "partition")
+);
+COMMENT ON TABLE inbox.positions IS
+    'the last offset applied per inbox, topic and partition; written only by advance';
+SELECT pg_catalog.pg_extension_config_dump('inbox.positions', '');
+
+CREATE FUNCTION inbox.advance(inbox pg_catalog.regclass, topic pg_catalog.text,
+                                    "partition" pg_catalog.int4, "offset" pg_catalog.int8)
+RETURNS boolean AS 'MODULE_PATHNAME', 'inbox_advance'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION inbox.advance(pg_catalog.regclass, pg_catalog.text, pg_catalog.int4, pg_catalog.int8) IS
+    'record offset as applied for the partition in this transaction: true if it is past the stored one, false if already applied';
+
+CREATE FUNCTION inbox.position(inbox pg_catalog.regclass, topic pg_catalog.text,
+                                     "partition" pg_catalog.int4)
+RETURNS pg_catalog.int8 AS 'MODULE_PATHNAME', 'inbox_position'
+LANGUAGE C STABLE PARALLEL UNSAFE;
+COMMENT ON FUNCTION inbox.position(pg_catalog.regclass, pg_catalog.text, pg_catalog.int4) IS
+    'the last offset applied for the partition, or NULL if none: seek to the next one after a restart';
+
+-- Everyone sees the positions of the inboxes they may read.
+-- has_table_privilege is NULL for a table that no longer exists: such rows are skipped.
+CREATE VIEW inbox.streams WITH (security_barrier) AS
+    SELECT p.inbox, p.topic, p."partition", p."offset", p.advanced_at
+      FROM inbox.positions p
+     WHERE pg_catalog.has_table_privilege(p.inbox::pg_catalog.oid, 'SELECT');
+COMMENT ON VIEW inbox.streams IS 'stored positions of the partitions of the inboxes you may read';
+GRANT SELECT ON inbox.streams TO PUBLIC;
+
+CREATE FUNCTION inbox.dedup_trigger()
+RETURNS trigger AS 'MODULE_PATHNAME', 'inbox_dedup_trigger'
+LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY INVOKER;
+COMMENT ON FUNCTION inbox.dedup_trigger() IS
+    'BEFORE INSERT row trigger, with arguments (inbox, id column): claims each row''s id and drops rows already seen';
+
+/*
+ * Sharded inboxes (0.3): the primary key is (shard key, message_id), so that Citus
+ * can distribute the inbox by the shard key and co-locate it with the table its
+ * effects write; a claim and its effect then run on one node, in one local
+ * transaction.  The constraint named idempotent_inbox marks the table as an inbox
+ * on every node: Citus copies it to the workers with the table, where the registry
+ * has no row.  The claim functions take the shard key value before the message id.
+ */
+CREATE FUNCTION inbox.create_sharded_inbox(name pg_catalog.text,
+                                           shard_key pg_catalog.text,
+                                           shard_key_type pg_catalog.regtype,
+                                           key_type pg_catalog.regtype DEFAULT 'pg_catalog.text',
+                                           retention pg_catalog.interval DEFAULT NULL)
+RETURNS pg_catalog.regclass
+AS 'MODULE_PATHNAME', 'inbox_create_sharded_inbox'
+LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY INVOKER;
+COMMENT ON FUNCTION inbox.create_sharded_inbox(pg_catalog.text, pg_catalog.text, pg_catalog.regtype,
+                                               pg_catalog.regtype, pg_catalog.interval) IS
+    'create an inbox keyed by (shard_key, message_id), to distribute with the table its effects write';
+
+CREATE FUNCTION inbox.claim_sharded(inbox pg_catalog.regclass, shard_key "any",
+                                    message_id pg_catalog.text)
+RETURNS boolean AS 'MODULE_PATHNAME', 'inbox_claim_sharded'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+CREATE FUNCTION inbox.claim_sharded(inbox pg_catalog.regclass, shard_key "any",
+                                    message_id pg_catalog.uuid)
+RETURNS boolean AS 'MODULE_PATHNAME', 'inbox_claim_sharded'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+CREATE FUNCTION inbox.claim_sharded(inbox pg_catalog.regclass, shard_key "any",
+                                    message_id pg_catalog.int8)
+RETURNS boolean AS 'MODULE_PATHNAME', 'inbox_claim_sharded'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION inbox.claim_sharded(pg_catalog.regclass, "any", pg_catalog.text) IS
+    'claim a message id of a sharded inbox: true on first delivery, false on a duplicate';
+COMMENT ON FUNCTION inbox.claim_sharded(pg_catalog.regclass, "any", pg_catalog.uuid) IS
+    'claim a message id of a sharded inbox: true on first delivery, false on a duplicate';
+COMMENT ON FUNCTION inbox.claim_sharded(pg_catalog.regclass, "any", pg_catalog.int8) IS
+    'claim a message id of a sharded inbox: true on first delivery, false on a duplicate';
+
+CREATE FUNCTION inbox.claim_apply_sharded(inbox pg_catalog.regclass, shard_key "any",
+                                          message_id pg_catalog.text, statement pg_catalog.text)
+RETURNS inbox.outcome AS 'MODULE_PATHNAME', 'inbox_claim_apply_sharded'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+CREATE FUNCTION inbox.claim_apply_sharded(inbox pg_catalog.regclass, shard_key "any",
+                                          message_id pg_catalog.text, statement pg_catalog.text,
+                                          VARIADIC args "any")
+RETURNS inbox.outcome AS 'MODULE_PATHNAME', 'inbox_claim_apply_sharded'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+CREATE FUNCTION inbox.claim_apply_sharded(inbox pg_catalog.regclass, shard_key "any",
+                                          message_id pg_catalog.uuid, statement pg_catalog.text)
+RETURNS inbox.outcome AS 'MODULE_PATHNAME', 'inbox_claim_apply_sharded'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+CREATE FUNCTION inbox.claim_apply_sharded(inbox pg_catalog.regclass, shard_key "any",
+                                          message_id pg_catalog.uuid, statement pg_catalog.text,
+                                          VARIADIC args "any")
+RETURNS inbox.outcome AS 'MODULE_PATHNAME', 'inbox_claim_apply_sharded'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+CREATE FUNCTION inbox.claim_apply_sharded(inbox pg_catalog.regclass, shard_key "any",
+                                          message_id pg_catalog.int8, statement pg_catalog.text)
+RETURNS inbox.outcome AS 'MODULE_PATHNAME', 'inbox_claim_apply_sharded'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+CREATE FUNCTION inbox.claim_apply_sharded(inbox pg_catalog.regclass, shard_key "any",
+                                          message_id pg_catalog.int8, statement pg_catalog.text,
+                                          VARIADIC args "any")
+RETURNS inbox.outcome AS 'MODULE_PATHNAME', 'inbox_claim_apply_sharded'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION inbox.claim_apply_sharded(pg_catalog.regclass, "any", pg_catalog.text, pg_catalog.text) IS
+    'claim a message id of a sharded inbox and, on first delivery only, run the statement';
+COMMENT ON FUNCTION inbox.claim_apply_sharded(pg_catalog.regclass, "any", pg_catalog.text, pg_catalog.text, "any") IS
+    'claim a message id of a sharded inbox and, on first delivery only, run the statement with $1..$n bound to args';
+COMMENT ON FUNCTION inbox.claim_apply_sharded(pg_catalog.regclass, "any", pg_catalog.uuid, pg_catalog.text) IS
+    'claim a message id of a sharded inbox and, on first delivery only, run the statement';
+COMMENT ON FUNCTION inbox.claim_apply_sharded(pg_catalog.regclass, "any", pg_catalog.uuid, pg_catalog.text, "any") IS
+    'claim a message id of a sharded inbox and, on first delivery only, run the statement with $1..$n bound to args';
+COMMENT ON FUNCTION inbox.claim_apply_sharded(pg_catalog.regclass, "any", pg_catalog.int8, pg_catalog.text) IS
+    'claim a message id of a sharded inbox and, on first delivery only, run the statement';
+COMMENT ON FUNCTION inbox.claim_apply_sharded(pg_catalog.regclass, "any", pg_catalog.int8, pg_catalog.text, "any") IS
+    'claim a message id of a sharded inbox and, on first delivery only, run the statement with $1..$n bound to args';
+
+CREATE FUNCTION inbox.claim_many_sharded(inbox pg_catalog.regclass, shard_key "any",
+                                         message_ids pg_catalog.text[])
+RETURNS SETOF pg_catalog.text AS 'MODULE_PATHNAME', 'inbox_claim_many_sharded'
+LANGUAGE C VOLATILE PARALLEL UNSAFE ROWS 100;
+CREATE FUNCTION inbox.claim_many_sharded(inbox pg_catalog.regclass, shard_key "any",
+                                         message_ids pg_catalog.uuid[])
+RETURNS SETOF pg_catalog.uuid AS 'MODULE_PATHNAME', 'inbox_claim_many_sharded'
+LANGUAGE C VOLATILE PARALLEL UNSAFE ROWS 100;
+CREATE FUNCTION inbox.claim_many_sharded(inbox pg_catalog.regclass, shard_key "any",
+                                         message_ids pg_catalog.int8[])
+RETURNS SETOF pg_catalog.int8 AS 'MODULE_PATHNAME', 'inbox_claim_many_sharded'
+LANGUAGE C VOLATILE PARALLEL UNSAFE ROWS 100;
+COMMENT ON FUNCTION inbox.claim_many_sharded(pg_catalog.regclass, "any", pg_catalog.text[]) IS
+    'claim a batch of one shard key value; returns the fresh ids in input order, each once';
+COMMENT ON FUNCTION inbox.claim_many_sharded(pg_catalog.regclass, "any", pg_catalog.uuid[]) IS
+    'claim a batch of one shard key value; returns the fresh ids in input order, each once';
+COMMENT ON FUNCTION inbox.claim_many_sharded(pg_catalog.regclass, "any", pg_catalog.int8[]) IS
+    'claim a batch of one shard key value; returns the fresh ids in input order, each once';
+
+-- Objects added here are added to the update script that introduces them too, word for word.

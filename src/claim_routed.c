@@ -1,0 +1,176 @@
+/*
+ * claim_routed.c
+ *		Claims of a routed inbox: one statement each, with nothing read before it.
+ *
+ * Two kinds of inbox cannot use the paths of claim.c, which read and write the
+ * inbox's own storage and its one-column primary key:
+ *	- a Citus table (citus_tables.c): on the coordinator and the workers alike
+ *	  the table is an empty shell and its rows live in shards;
+ *	- an inbox with a shard key (create_sharded_inbox), whose claims are keyed
+ *	  by (shard key, message_id) so that Citus can keep them on the node of the
+ *	  rows their effects write.
+ * Their claims are each a single INSERT ... ON CONFLICT that Citus can send,
+ * whole, to the shard that holds the id, and that decides by itself:
+ *	- a conflict with a live claim is a duplicate, and writes nothing;
+ *	- with a retention window, an expired claim is renewed in place (DO UPDATE
+ *	  ... WHERE expired), which is a fresh claim;
+ *	- waits for another transaction's claim of the same id, ROLLBACK, and
+ *	  serialization failures are the INSERT's own, as in claim.c.
+ * A BEFORE INSERT trigger that skipped the row is told from a duplicate by
+ * asking whether the id is claimed (SQL_EXISTS), again in one statement.
+ *
+ * On a Citus worker the retention window is not known (registry.c, marked_row):
+ * there a claim counts until purge deletes it.
+ */
+#include "postgres.h"
+
+#include "access/xact.h"
+#include "catalog/pg_type.h"
+#include "nodes/makefuncs.h"
+#include "optimizer/optimizer.h"
+#include "parser/parse_coerce.h"
+#include "utils/builtins.h"
+#include "utils/lsyscache.h"
+
+#include "inbox.h"
+#include "claim_routed.h"
+#include "claim_row.h"
+#include "inbox_sql.h"
+#include "registry.h"
+#include "retention.h"
+#include "stats.h"
+
+/*
+ * The shard key value given as argument argno, as a value of the shard key's
+ * type.  Strings are read like literals of that type (drivers send numbers and
+ * uuids as strings), other values take an assignment cast, as an INSERT of
+ * them into the column would.
+ */
+Datum
+claim_routed_shard_key(FunctionCallInfo fcinfo, int argno, const InboxInfo *inbox)
+{
+	Oid			argtype = get_fn_expr_argtype(fcinfo->flinfo, argno);
+	Datum		value;
+	Node	   *coerced;
+	Const	   *result;
+	int16		typlen;
+	bool		typbyval;
+
+	if (PG_ARGISNULL(argno))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("shard key must not be null")));
+	if (!OidIsValid(argtype))
+		ereport(ERROR,
+				(errcode(ERRCODE_INDETERMINATE_DATATYPE),
+				 errmsg("could not determine the type of the shard key"),
+				 errhint("Cast it to %s.", format_type_be(inbox->shard_type))));
+	value = PG_GETARG_DATUM(argno);
+	if (argtype == inbox->shard_type)
+		return value;
+
+	if (argtype == UNKNOWNOID || argtype == TEXTOID || argtype == VARCHAROID)
+	{
+		Oid			input;
+		Oid			ioparam;
+		char	   *string = argtype == UNKNOWNOID ? DatumGetCString(value) :
+			TextDatumGetCString(value);
+
+		getTypeInputInfo(inbox->shard_type, &input, &ioparam);
+		return OidInputFunctionCall(input, string, ioparam, -1);
+	}
+
+	get_typlenbyval(argtype, &typlen, &typbyval);
+	coerced = coerce_to_target_type(NULL,
+									(Node *) makeConst(argtype, -1, get_typcollation(argtype),
+													   typlen, value, false, typbyval),
+									argtype, inbox->shard_type, -1, COERCION_ASSIGNMENT,
+									COERCE_IMPLICIT_CAST, -1);
+	if (coerced == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATATYPE_MISMATCH),
+				 errmsg("shard key of inbox \"%s\" is of type %s, not %s",
+						get_rel_name(inbox->relid), format_type_be(inbox->shard_type),
+						format_type_be(argtype)),
+				 errhint("Cast the value to %s.", format_type_be(inbox->shard_type))));
+	result = (Const *) evaluate_expr((Expr *) coerced, inbox->shard_type, -1,
+									 get_typcollation(inbox->shard_type));
+	if (result->constisnull)
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("shard key must not be null")));
+	return result->constvalue;
+}
+
+/* Checks that the callers did: a sharded inbox is claimed with its shard key only. */
+static void
+check_shard_given(const InboxInfo *inbox, const Datum *shard_key)
+{
+	if ((inbox->shard_attnum != InvalidAttrNumber) != (shard_key != NULL))
+		ereport(ERROR,
+				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+				 errmsg("inbox \"%s\" %s", get_rel_name(inbox->relid),
+						shard_key ? "has no shard key" : "is sharded"),
+				 errhint("Use the claim functions whose names end in _sharded for sharded inboxes, and only for them.")));
+}
+
+/* Is the id claimed, by a committed claim or one of this transaction? */
+bool
+claim_routed_exists(InboxInfo *inbox, Datum message_id, const Datum *shard_key)
+{
+	Datum		values[2] = {message_id, shard_key ? *shard_key : (Datum) 0};
+
+	check_shard_given(inbox, shard_key);
+	return inbox_sql_execute(inbox, shard_key ? SQL_SHARDED_EXISTS : SQL_EXISTS,
+							 values, NULL) > 0;
+}
+
+/*
+ * Claim one id of a routed inbox; true when this call wrote the claim.  SPI
+ * must be connected.  shard_key is NULL for an inbox without one.
+ */
+bool
+claim_routed(InboxInfo *inbox, Datum message_id, const Datum *shard_key)
+{
+	Datum		values[5];
+	InboxStatement which;
+	int			nvalues;
+	uint64		stored;
+	bool		claimed;
+
+	check_shard_given(inbox, shard_key);
+	values[0] = message_id;
+	if (inbox->has_retention)
+	{
+		TimestampTz now = GetCurrentTimestamp();
+
+		registry_check_window_rights(inbox);
+		values[1] = TimestampTzGetDatum(retention_cutoff(inbox, now));
+		values[2] = TimestampTzGetDatum(now);
+		values[3] = TimestampTzGetDatum(GetCurrentTransactionStartTimestamp());	/* now() */
+		nvalues = 4;
+		which = shard_key ? SQL_SHARDED_CLAIM_WINDOW : SQL_CLAIM_WINDOW;
+	}
+	else
+	{
+		nvalues = 1;
+		which = shard_key ? SQL_SHARDED_CLAIM : SQL_CLAIM;
+	}
+	if (shard_key)
+		values[nvalues++] = *shard_key;
+
+	stored = inbox_sql_execute(inbox, which, values, NULL);
+	if (stored == 1)
+	{
+		claim_row_check_written(inbox, message_id);
+		claimed = true;
+	}
+	else
+	{
+		if (inbox->insert_triggers && !claim_routed_exists(inbox, message_id, shard_key))
+			claim_row_suppressed(inbox, message_id);
+		claimed = false;
+	}
+	stats_count(inbox, claimed ? COUNT_CLAIMS : COUNT_DUPLICATES, 1);
+	return claimed;
+}

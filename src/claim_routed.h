@@ -1,0 +1,15 @@
+/*
+ * claim_routed.h
+ *		Claims of Citus tables and sharded inboxes, one statement each
+ *		(claim_routed.c).
+ */
+#ifndef INBOX_CLAIM_ROUTED_H
+#define INBOX_CLAIM_ROUTED_H
+
+#include "inbox.h"
+
+extern Datum claim_routed_shard_key(FunctionCallInfo fcinfo, int argno, const InboxInfo *inbox);
+extern bool claim_routed(InboxInfo *inbox, Datum message_id, const Datum *shard_key);
+extern bool claim_routed_exists(InboxInfo *inbox, Datum message_id, const Datum *shard_key);
+
+#endif							/* INBOX_CLAIM_ROUTED_H */
