@@ -5,13 +5,12 @@
 # acknowledged:
 #
 #  1. Redeliveries across nodes: every message arrives two or three times, in a
-#     shuffled order, through the delegated consumer function, through
-#     claim_apply_sharded called on the coordinator (not delegated), and through
-#     either worker (Citus routes a call made on a worker as well); exactly one
-#     delivery applies each message.
-#  2. kill -9 of a worker mid-run, with a claim in an open transaction and a
-#     delegated call blocked on the worker at that moment; restart it; redeliver
-#     every message that was not acknowledged, then replay them all.
+#     shuffled order, sent to the coordinator or to either worker, as a call of
+#     the delegated consumer function or as claim_apply_sharded called on that
+#     node (not delegated); exactly one delivery applies each message.
+#  2. kill -9 of a worker mid-run, with a claim in an open transaction and two
+#     calls blocked on the worker at that moment; restart it; redeliver every
+#     message that was not acknowledged, then replay them all.
 #  3. A shard move (logical replication) while consumers run, with a claim
 #     committed while the move is under way; afterwards every message claimed
 #     before the move is a duplicate, wherever it is redelivered.
@@ -41,25 +40,19 @@ CREATE EXTENSION idempotent_inbox;
 CREATE TABLE accounts (id bigint PRIMARY KEY, balance bigint NOT NULL);
 SELECT create_distributed_table('accounts', 'id', shard_count => 4);
 INSERT INTO accounts SELECT i, 0 FROM generate_series(1, 8) i;
-CREATE TABLE hand_inbox (account_id bigint NOT NULL, message_id text NOT NULL,
-    claimed_at timestamptz NOT NULL DEFAULT now(), PRIMARY KEY (account_id, message_id));
-SELECT create_distributed_table('hand_inbox', 'account_id', colocate_with => 'accounts');
-CREATE FUNCTION consume(acct bigint, mid text, amount bigint) RETURNS text
-LANGUAGE plpgsql AS $$ DECLARE n int; BEGIN
-  INSERT INTO hand_inbox (account_id, message_id) VALUES (acct, mid) ON CONFLICT DO NOTHING;
-  GET DIAGNOSTICS n = ROW_COUNT;
-  IF n = 1 THEN UPDATE accounts SET balance = balance + amount WHERE id = acct; END IF;
-  RETURN CASE WHEN n = 1 THEN 'applied' ELSE 'duplicate' END; END $$;
+SELECT inbox.create_sharded_inbox('payments_inbox', 'account_id', 'bigint');
+SELECT create_distributed_table('payments_inbox', 'account_id', colocate_with => 'accounts');
+-- PL/pgSQL, so that the call is not inlined and Citus has a call to delegate.
+CREATE FUNCTION consume(acct bigint, mid text, amount bigint) RETURNS inbox.outcome
+LANGUAGE plpgsql AS $$
+BEGIN
+    RETURN inbox.claim_apply_sharded('payments_inbox', acct, mid,
+        'UPDATE accounts SET balance = balance + $1 WHERE id = $2', amount, acct);
+END $$;
 SELECT create_distributed_function('consume(bigint,text,bigint)', '$1',
                                    colocate_with := 'accounts');
-CREATE FUNCTION consume_direct(acct bigint, mid text, amount bigint) RETURNS text
-LANGUAGE plpgsql AS $$ DECLARE n int; BEGIN
-  INSERT INTO hand_inbox (account_id, message_id) VALUES (acct, mid) ON CONFLICT DO NOTHING;
-  GET DIAGNOSTICS n = ROW_COUNT;
-  IF n = 1 THEN UPDATE accounts SET balance = balance + amount WHERE id = acct; END IF;
-  RETURN CASE WHEN n = 1 THEN 'applied' ELSE 'duplicate' END; END $$;
 });
-my $inbox = 'hand_inbox';
+my $inbox = 'payments_inbox';
 
 # The SQL of one delivery.  'delegated' is the bare call Citus pushes to the
 # worker that holds the account's shards; 'direct' runs claim_apply_sharded on
@@ -69,7 +62,8 @@ sub delivery_sql
 	my ($route, $msg) = @_;
 	my ($id, $acct, $amount) = @$msg;
 	return "SELECT consume($acct, '$id', $amount)" if $route eq 'delegated';
-	return "SELECT consume_direct($acct, '$id', $amount)";
+	return "SELECT inbox.claim_apply_sharded('payments_inbox', $acct, '$id', "
+	  . "'UPDATE accounts SET balance = balance + \$1 WHERE id = \$2', $amount, $acct)";
 }
 
 # Messages: [id, account, amount].  Amounts differ per message so that a message
@@ -112,10 +106,10 @@ sub claims_of
 # failed (the consumer does not acknowledge, the broker redelivers).
 sub deliver
 {
-	my ($session, $route, $msg) = @_;
+	my ($session, $kind, $msg, $route) = @_;
 	$session->{stderr} = '';
-	my ($out, $failed) = $session->query(delivery_sql($route, $msg));
-	note "$msg->[0] via $route: " . ($failed ? "error $session->{stderr}" : $out);
+	my ($out, $failed) = $session->query(delivery_sql($kind, $msg));
+	note "$msg->[0] via " . ($route // $kind) . ': ' . ($failed ? "error $session->{stderr}" : $out);
 	return $failed ? undef : $out;
 }
 
@@ -175,15 +169,16 @@ is( $c->safe_psql('postgres',
 # 1. Redeliveries across nodes.
 # ---------------------------------------------------------------------------
 
-my @routes = qw(delegated direct worker1 worker2);
+# A route is the node a delivery is sent to and the kind of call.  On a worker,
+# Citus runs the delegated call locally or forwards it to the other worker, and a
+# direct call's statements are routed from there.
+my @routes = map { my $n = $_; map { "$n $_" } qw(delegated direct) } qw(coordinator worker1 worker2);
 my %session = (
 	coordinator => $c->background_psql('postgres', on_error_stop => 0),
 	worker1 => $workers[0]->background_psql('postgres', on_error_stop => 0),
 	worker2 => $workers[1]->background_psql('postgres', on_error_stop => 0));
-sub session_of { return $session{ $_[0] =~ /^worker/ ? $_[0] : 'coordinator' }; }
-# On a worker the delivery is the delegated call; Citus runs it locally or
-# forwards it to the other worker.
-sub route_sql { return $_[0] =~ /^worker/ ? 'delegated' : $_[0]; }
+sub session_of { return $session{ (split / /, $_[0])[0] }; }
+sub route_sql { return (split / /, $_[0])[1]; }
 
 my @p = messages('p', 24);
 my (@deliveries, %times);    # [order key, route, msg]; id => deliveries
@@ -192,7 +187,7 @@ foreach my $m (@p)
 	my ($n) = $m->[0] =~ /(\d+)/;
 	$times{ $m->[0] } = $n % 3 == 0 ? 3 : 2;
 	# The order key shuffles deliveries deterministically across messages.
-	push @deliveries, [ ($n * 7919 + $_ * 104729) % 1009, $routes[ ($n + $_) % 4 ], $m ]
+	push @deliveries, [ ($n * 7919 + $_ * 104729) % 1009, $routes[ ($n + $_) % @routes ], $m ]
 	  foreach 1 .. $times{ $m->[0] };
 }
 my %outcomes;    # id => [outcomes in delivery order]
@@ -200,7 +195,7 @@ foreach my $d (sort { $a->[0] <=> $b->[0] } @deliveries)
 {
 	my (undef, $route, $m) = @$d;
 	push @{ $outcomes{ $m->[0] } },
-	  deliver(session_of($route), route_sql($route), $m) // 'error';
+	  deliver(session_of($route), route_sql($route), $m, $route) // 'error';
 }
 expect_applied(@p);
 is( join(' ', map { "$_->[0]:" . join(',', @{ $outcomes{ $_->[0] } }) } @p),
@@ -324,13 +319,22 @@ $victim->poll_query_until('postgres',
 	   WHERE wait_event_type = 'Lock' AND query LIKE '%consume(%'}, '1')
   or die 'the delegated call never blocked on the victim';
 
-# ... and a script of deliveries to all accounts, running unattended: kill the
-# worker once it has returned a few outcomes, wherever it is then.
+# ... and a script of deliveries to all accounts, running unattended.  It runs
+# until its first delivery to an account whose row one of those transactions
+# holds, which then waits on the victim too; the rest of it runs after the kill.
+# (psql flushes its output after each result: wait for the outcome before.)
+my ($stall) = grep { $unattended[$_][1] == $open->[1] || $unattended[$_][1] == $blocked->[1] }
+  0 .. $#unattended;
+die 'the script would stall at once' unless $stall > 0;
 my $script = $c->background_psql('postgres', on_error_stop => 0);
 $i = 0;
 $script->{stdin} .=
   script_of(map { [ $i++ % 2 ? 'direct' : 'delegated', $_ ] } @unattended) . "\\q\n";
-$script->{run}->pump until ($script->{stdout} =~ tr/\n//) >= 6 || !$script->{run}->pumpable;
+my $last_free = $unattended[ $stall - 1 ][0];
+$script->{run}->pump until $script->{stdout} =~ /^#$last_free\n\w+\n/m;
+$victim->poll_query_until('postgres',
+	q{SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'}, '2')
+  or die 'the script never blocked on the victim';
 
 # The processes of the victim, to wait for once its postmaster is killed: an
 # orphaned backend goes on until it notices, and would commit what it is sent.
@@ -575,7 +579,7 @@ my @after_move;
 foreach my $route (@routes)
 {
 	push @after_move,
-	  map { "$_->[0]:" . (deliver(session_of($route), route_sql($route), $_) // 'error') }
+	  map { "$_->[0]:" . (deliver(session_of($route), route_sql($route), $_, $route) // 'error') }
 	  @claimed_before;
 }
 is(join(' ', @after_move),
