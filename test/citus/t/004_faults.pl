@@ -548,7 +548,7 @@ until (mover_done())
 	round_of_deliveries();
 }
 my (undef, $move_err) = await_query($mover);
-is($move_err, '', 'the move succeeds while consumers deliver');
+unlike($move_err, qr/ERROR/, 'the move succeeds while consumers deliver');
 note "consumers delivered $round rounds during the move; their errors:\n"
   . join('', map { $_->{stderr} } values %consumers);
 
