@@ -9,7 +9,7 @@ SELECT inbox.create_sharded_inbox('pay_inbox', 'account_id', 'bigint');
 SELECT a.attname, format_type(a.atttypid, a.atttypmod) AS type, a.attnotnull
   FROM pg_attribute a WHERE a.attrelid = 'pay_inbox'::regclass AND a.attnum > 0 ORDER BY a.attnum;
 SELECT conname, pg_get_constraintdef(oid) FROM pg_constraint
- WHERE conrelid = 'pay_inbox'::regclass ORDER BY conname;
+ WHERE conrelid = 'pay_inbox'::regclass AND contype <> 'n' ORDER BY conname;
 SELECT table_name, key_type, retention, shard_key FROM inbox.inboxes WHERE table_name = 'pay_inbox';
 
 -- An id is claimed once per shard key value.
