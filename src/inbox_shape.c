@@ -180,6 +180,19 @@ check_primary_key(Relation rel, InboxInfo *inbox, char **problem_out)
 		else
 			inbox->key_eq = get_opcode(eqop);
 	}
+	if (problem == NULL && ncols == 2)
+	{
+		/* The operator class's input type: a domain's is its base type's. */
+		eqop = get_opfamily_member(index->rd_opfamily[0], index->rd_opcintype[0],
+								   index->rd_opcintype[0], BTEqualStrategyNumber);
+		if (!OidIsValid(eqop))
+			problem = "Its primary key has no equality operator.";
+		else
+		{
+			inbox->shard_eq = get_opcode(eqop);
+			inbox->shard_collation = index->rd_indcollation[0];
+		}
+	}
 	index_close(index, AccessShareLock);
 	*problem_out = problem;
 	return pkindex;
