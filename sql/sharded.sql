@@ -167,6 +167,24 @@ SELECT inbox.create_sharded_inbox('bad', 'account_id', 'json');
 SELECT inbox.create_sharded_inbox('bad', 'account_id', 'bigint', 'int4');
 SELECT inbox.create_sharded_inbox('bad', 'account_id', 'bigint', 'text', '-1 day');
 SELECT inbox.create_sharded_inbox('pg_temp.bad', 'account_id', 'bigint');
+-- A temporary type would take the shard key column with it when its session ends.
+CREATE TYPE pg_temp.temp_key AS (a int);
+CREATE DOMAIN pg_temp.temp_dom AS int;
+SELECT inbox.create_sharded_inbox('bad', 'account_id', 'pg_temp.temp_key');
+SELECT inbox.create_sharded_inbox('bad', 'account_id', 'pg_temp.temp_key[]');
+SELECT inbox.create_sharded_inbox('bad', 'account_id', 'pg_temp.temp_dom');
+CREATE TYPE wraps_temp AS (k pg_temp.temp_key);
+SELECT inbox.create_sharded_inbox('bad', 'account_id', 'wraps_temp');
+DROP TYPE wraps_temp;
+-- The type as named, without a length: bpchar and bit are not char(1) and bit(1).
+SELECT inbox.create_sharded_inbox('code_inbox', 'code', 'bpchar');
+SELECT inbox.create_sharded_inbox('bits_inbox', 'bits', 'bit');
+SELECT a.attrelid::regclass, format_type(a.atttypid, a.atttypmod) FROM pg_attribute a
+ WHERE a.attrelid IN ('code_inbox'::regclass, 'bits_inbox'::regclass) AND a.attnum = 1 ORDER BY 1;
+SELECT inbox.claim_sharded('code_inbox', 'abc', 'm') AS fresh, inbox.claim_sharded('code_inbox', 'abc  ', 'm') AS padded,
+       inbox.claim_sharded('bits_inbox', '101', 'm') AS bits;
+SELECT inbox.drop_inbox('code_inbox');
+SELECT inbox.drop_inbox('bits_inbox');
 SELECT inbox.create_sharded_inbox('pay_inbox', 'account_id', 'bigint');
 -- A quoted shard key keeps its case and spaces.
 SELECT inbox.create_sharded_inbox('quoted_inbox', 'Account Id', 'int4');
