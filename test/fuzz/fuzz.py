@@ -2021,7 +2021,8 @@ CREATE TYPE fz.shell;
             out.append(f"- **{f.func}: {f.cls[1]}** [{f.kind}] seen {f.count}x"
                        + ("" if f.standalone is None else f", standalone: {'yes' if f.standalone else 'no'}"))
             out.append("  ```sql")
-            out += ["  " + (st if len(st) < 400 else st[:400] + " …") + ";" for st in f.repro]
+            # Whole statements here (a sqlsmith query is the reproduction), up to 20,000 bytes.
+            out += ["  " + (st if len(st) < 20000 else st[:400] + " …") + ";" for st in f.repro]
             out.append("  ```")
         return "\n".join(out) + "\n"
 
