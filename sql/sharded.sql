@@ -98,6 +98,15 @@ UPDATE pay_inbox SET claimed_at = now() - interval '2 days' WHERE account_id = 8
 -- (With the library preloaded, the purge worker may get there first.)
 SELECT inbox.purge('pay_inbox') BETWEEN 0 AND 9 AS purged;
 SELECT count(*) AS left_for_8 FROM pay_inbox WHERE account_id = 8;
+-- Renewing an expired claim: a BEFORE UPDATE trigger that moves it is an error too.
+UPDATE pay_inbox SET claimed_at = now() - interval '2 days' WHERE account_id = 7 AND message_id = 'm1';
+CREATE FUNCTION move_account() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN NEW.account_id := NEW.account_id + 1000; RETURN NEW; END $$;
+CREATE TRIGGER move BEFORE UPDATE ON pay_inbox FOR EACH ROW EXECUTE FUNCTION move_account();
+SELECT inbox.claim_sharded('pay_inbox', 7, 'm1');
+SELECT inbox.claim_many_sharded('pay_inbox', 7, ARRAY['m1']);
+DROP TRIGGER move ON pay_inbox;
+DROP FUNCTION move_account();
 
 -- Other shard key types: uuid and text; a uuid-keyed inbox sharded by text.
 SELECT inbox.create_sharded_inbox('tenant_inbox', 'tenant', 'text', 'uuid');
@@ -112,6 +121,17 @@ SELECT inbox.claim_sharded('tenant_inbox', 'acme', '00000000-0000-0000-0000-0000
 SELECT inbox.claim_sharded('tenant_inbox', 'acme', '00000000-0000-0000-0000-000000000001') AS still_duplicate;
 SELECT inbox.claim_many_sharded('tenant_inbox', 'acme', ARRAY['00000000-0000-0000-0000-000000000003'::uuid]);
 DROP TRIGGER skip ON tenant_inbox;
+-- So is one that stores the claim under another shard key value: it would be
+-- answered fresh for a (shard key, id) the inbox does not hold.
+CREATE FUNCTION move_claims() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN IF NEW.tenant <> 'stays' THEN NEW.tenant := 'elsewhere'; END IF; RETURN NEW; END $$;
+CREATE TRIGGER move BEFORE INSERT ON tenant_inbox FOR EACH ROW EXECUTE FUNCTION move_claims();
+SELECT inbox.claim_sharded('tenant_inbox', 'acme', '00000000-0000-0000-0000-000000000005');
+SELECT inbox.claim_many_sharded('tenant_inbox', 'acme', ARRAY['00000000-0000-0000-0000-000000000005'::uuid]);
+SELECT inbox.claim_apply_sharded('tenant_inbox', 'acme', '00000000-0000-0000-0000-000000000005', 'SELECT 1');
+SELECT inbox.claim_sharded('tenant_inbox', 'stays', '00000000-0000-0000-0000-000000000005') AS left_alone;
+DROP TRIGGER move ON tenant_inbox;
+SELECT count(*) AS moved FROM tenant_inbox WHERE tenant = 'elsewhere';
 
 -- The shape is checked: the marker and the primary key are what make it a sharded inbox.
 ALTER TABLE tenant_inbox DROP CONSTRAINT idempotent_inbox;
@@ -148,6 +168,24 @@ SELECT inbox.create_sharded_inbox('bad', 'account_id', 'json');
 SELECT inbox.create_sharded_inbox('bad', 'account_id', 'bigint', 'int4');
 SELECT inbox.create_sharded_inbox('bad', 'account_id', 'bigint', 'text', '-1 day');
 SELECT inbox.create_sharded_inbox('pg_temp.bad', 'account_id', 'bigint');
+-- A temporary type would take the shard key column with it when its session ends.
+CREATE TYPE pg_temp.temp_key AS (a int);
+CREATE DOMAIN pg_temp.temp_dom AS int;
+SELECT inbox.create_sharded_inbox('bad', 'account_id', 'pg_temp.temp_key');
+SELECT inbox.create_sharded_inbox('bad', 'account_id', 'pg_temp.temp_key[]');
+SELECT inbox.create_sharded_inbox('bad', 'account_id', 'pg_temp.temp_dom');
+CREATE TYPE wraps_temp AS (k pg_temp.temp_key);
+SELECT inbox.create_sharded_inbox('bad', 'account_id', 'wraps_temp');
+DROP TYPE wraps_temp;
+-- The type as named, without a length: bpchar and bit are not char(1) and bit(1).
+SELECT inbox.create_sharded_inbox('code_inbox', 'code', 'bpchar');
+SELECT inbox.create_sharded_inbox('bits_inbox', 'bits', 'bit');
+SELECT a.attrelid::regclass, format_type(a.atttypid, a.atttypmod) FROM pg_attribute a
+ WHERE a.attrelid IN ('code_inbox'::regclass, 'bits_inbox'::regclass) AND a.attnum = 1 ORDER BY 1;
+SELECT inbox.claim_sharded('code_inbox', 'abc', 'm') AS fresh, inbox.claim_sharded('code_inbox', 'abc  ', 'm') AS padded,
+       inbox.claim_sharded('bits_inbox', '101', 'm') AS bits;
+SELECT inbox.drop_inbox('code_inbox');
+SELECT inbox.drop_inbox('bits_inbox');
 SELECT inbox.create_sharded_inbox('pay_inbox', 'account_id', 'bigint');
 -- A quoted shard key keeps its case and spaces.
 SELECT inbox.create_sharded_inbox('quoted_inbox', 'Account Id', 'int4');
@@ -190,4 +228,5 @@ SELECT inbox.drop_inbox('plain_inbox');
 SELECT inbox.drop_inbox('pay_inbox');
 DROP TABLE accounts;
 DROP FUNCTION skip_claims();
+DROP FUNCTION move_claims();
 SELECT count(*) AS registered FROM inbox.registry WHERE shard_key IS NOT NULL;

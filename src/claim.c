@@ -536,6 +536,10 @@ claim_many_insert(InboxInfo *inbox, ArrayType *batch, int nids, HTAB *fresh,
 		Datum		value = SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1, &isnull);
 		IdBytes		id;
 
+		if (shard_key)
+			claim_routed_check_shard(inbox, SPI_tuptable->vals[i], SPI_tuptable->tupdesc, value,
+									 *shard_key);
+
 		id = id_bytes(datumCopy(value, keybyval, keylen), inbox->keytype);
 		hash_search(fresh, &id, HASH_ENTER, NULL);
 	}

@@ -26,6 +26,7 @@
 
 #include "access/xact.h"
 #include "catalog/pg_type.h"
+#include "executor/spi.h"
 #include "nodes/makefuncs.h"
 #include "optimizer/optimizer.h"
 #include "parser/parse_coerce.h"
@@ -36,6 +37,7 @@
 #include "claim_routed.h"
 #include "claim_row.h"
 #include "inbox_sql.h"
+#include "message_id.h"
 #include "registry.h"
 #include "retention.h"
 #include "stats.h"
@@ -114,6 +116,31 @@ check_shard_given(const InboxInfo *inbox, const Datum *shard_key)
 				 errhint("Use the claim functions whose names end in _sharded for sharded inboxes, and only for them.")));
 }
 
+/*
+ * A claim statement of a sharded inbox returned (message_id, shard key) of a row
+ * it wrote: the shard key must be the one given.  A BEFORE INSERT trigger (or a
+ * BEFORE UPDATE one, when an expired claim is renewed) may have changed it, and
+ * the claim would then be answered fresh for a (shard key, id) it does not hold,
+ * and hold one nobody claimed.
+ */
+void
+claim_routed_check_shard(InboxInfo *inbox, HeapTuple row, TupleDesc desc, Datum message_id,
+						 Datum shard_key)
+{
+	bool		isnull;
+	Datum		written = SPI_getbinval(row, desc, 2, &isnull);
+
+	if (isnull || !DatumGetBool(OidFunctionCall2Coll(inbox->shard_eq, inbox->shard_collation,
+													 written, shard_key)))
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("a trigger on inbox \"%s\" changed the shard key of the claim of \"%s\"",
+						get_rel_name(inbox->relid), message_id_to_cstring(inbox, message_id)),
+				 errdetail("A claim must be stored under the shard key value it was made for."),
+				 errhint("Make BEFORE INSERT and BEFORE UPDATE triggers on the inbox leave %s alone.",
+						 inbox->shard_column)));
+}
+
 /* Is the id claimed, by a committed claim or one of this transaction? */
 bool
 claim_routed_exists(InboxInfo *inbox, Datum message_id, const Datum *shard_key)
@@ -163,6 +190,9 @@ claim_routed(InboxInfo *inbox, Datum message_id, const Datum *shard_key)
 	if (stored == 1)
 	{
 		claim_row_check_written(inbox, message_id);
+		if (shard_key)
+			claim_routed_check_shard(inbox, SPI_tuptable->vals[0], SPI_tuptable->tupdesc,
+									 message_id, *shard_key);
 		claimed = true;
 	}
 	else

@@ -117,6 +117,9 @@ typedef struct InboxInfo
 	AttrNumber	key_attnum;		/* message_id */
 	AttrNumber	shard_attnum;	/* the shard key, first in the primary key; 0 if none */
 	Oid			shard_type;
+	RegProcedure shard_eq;		/* equality proc of the primary key on it, and */
+	Oid			shard_collation;	/* its collation: a stored claim's shard key is
+									 * compared with the one given */
 	char	   *shard_column;	/* its quoted name, in cxt; NULL if none */
 	bool		distributed;	/* a Citus table: its rows live in shards */
 	bool		routed;			/* every claim is one SQL statement, with nothing read

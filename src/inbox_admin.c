@@ -23,10 +23,12 @@
 #include "miscadmin.h"
 #include "utils/acl.h"
 #include "utils/builtins.h"
+#include "utils/fmgroids.h"
 #include "utils/inval.h"
 #include "utils/lsyscache.h"
 #include "utils/syscache.h"
 #include "utils/timestamp.h"
+#include "utils/typcache.h"
 #include "utils/varlena.h"
 
 #include "compat.h"
@@ -236,6 +238,47 @@ admin_shard_key(FunctionCallInfo fcinfo, int argno)
 }
 
 /*
+ * Does the type live in a temporary schema, or is it built on one that does (the
+ * element of an array, the base of a domain, the subtype of a range, a column of
+ * a composite)?  PostgreSQL lets a permanent table have a column of such a type,
+ * and drops the column when the session that owns the type ends: the shard key
+ * of a sharded inbox, with its primary key.
+ */
+static bool
+type_is_temporary(Oid typid)
+{
+	HeapTuple	tuple;
+	Form_pg_type form;
+	bool		temporary;
+
+	check_stack_depth();
+	tuple = SearchSysCache1(TYPEOID, ObjectIdGetDatum(typid));
+	if (!HeapTupleIsValid(tuple))
+		return false;
+	form = (Form_pg_type) GETSTRUCT(tuple);
+	temporary = isAnyTempNamespace(form->typnamespace);
+	if (!temporary && form->typtype == TYPTYPE_DOMAIN)
+		temporary = type_is_temporary(form->typbasetype);
+	else if (!temporary && IsTrueArrayType(form))
+		temporary = type_is_temporary(form->typelem);
+	else if (!temporary && form->typtype == TYPTYPE_RANGE)
+		temporary = type_is_temporary(get_range_subtype(typid));
+	else if (!temporary && form->typtype == TYPTYPE_MULTIRANGE)
+		temporary = type_is_temporary(get_multirange_range(typid));
+	else if (!temporary && form->typtype == TYPTYPE_COMPOSITE && OidIsValid(form->typrelid))
+	{
+		TupleDesc	desc = lookup_rowtype_tupdesc(typid, -1);
+
+		for (int i = 0; i < desc->natts && !temporary; i++)
+			if (!TupleDescAttr(desc, i)->attisdropped)
+				temporary = type_is_temporary(TupleDescAttr(desc, i)->atttypid);
+		ReleaseTupleDesc(desc);
+	}
+	ReleaseSysCache(tuple);
+	return temporary;
+}
+
+/*
  * create_inbox and create_sharded_inbox.  The arguments: the name, the key type
  * and the retention at name_arg, keytype_arg and retention_arg; shard_key is
  * NULL for an inbox without one.
@@ -283,7 +326,9 @@ admin_create(FunctionCallInfo fcinfo, int keytype_arg, int retention_arg,
 	 */
 	if (shard_key != NULL)
 		sharding = psprintf("%s %s NOT NULL, ", quote_identifier(shard_key),
-							format_type_be_qualified(shard_type));
+							/* no typmod: "bpchar", not "character", which is char(1) */
+							format_type_extended(shard_type, -1,
+												 FORMAT_TYPE_FORCE_QUALIFY | FORMAT_TYPE_TYPEMOD_GIVEN));
 
 	spi_connect();
 
@@ -346,6 +391,12 @@ inbox_create_sharded_inbox(PG_FUNCTION_ARGS)
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_OBJECT),
 				 errmsg("type with OID %u does not exist", shard_type)));
+	if (type_is_temporary(shard_type))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("shard key type %s is temporary", format_type_be(shard_type)),
+				 errdetail("A temporary type is dropped when its session ends, and with it the inbox's shard key column and primary key."),
+				 errhint("Use a type of a permanent schema.")));
 	PG_RETURN_OID(admin_create(fcinfo, 3, 4, shard_key, shard_type));
 }
 

@@ -61,16 +61,19 @@ static const Oid column_types[INBOX_NUM_COLUMNS] = {
 	[COL_HOLDER_STARTED] = TIMESTAMPTZOID,
 };
 
-/* The 55000 error for a problem found by inbox_shape_problem. */
+/* The 55000 error for a problem found by inbox_shape_problem; sharded names the function that made it. */
 void
-inbox_shape_error(Relation rel, const char *problem)
+inbox_shape_error(Relation rel, const char *problem, bool sharded)
 {
+	const char *maker = sharded ? "create_sharded_inbox" : "create_inbox";
+
 	ereport(ERROR,
 			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-			 errmsg("inbox \"%s\" no longer has the shape create_inbox made",
-					RelationGetRelationName(rel)),
+			 errmsg("inbox \"%s\" no longer has the shape %s made",
+					RelationGetRelationName(rel), maker),
 			 errdetail_internal("%s", problem),
-			 errhint("Undo the change, or create a new inbox with inbox.create_inbox() and copy the claims into it.")));
+			 errhint("Undo the change, or create a new inbox with inbox.%s() and copy the claims into it.",
+					 maker)));
 }
 
 static bool
@@ -179,6 +182,19 @@ check_primary_key(Relation rel, InboxInfo *inbox, char **problem_out)
 			problem = "Its primary key has no equality operator.";
 		else
 			inbox->key_eq = get_opcode(eqop);
+	}
+	if (problem == NULL && ncols == 2)
+	{
+		/* The operator class's input type: a domain's is its base type's. */
+		eqop = get_opfamily_member(index->rd_opfamily[0], index->rd_opcintype[0],
+								   index->rd_opcintype[0], BTEqualStrategyNumber);
+		if (!OidIsValid(eqop))
+			problem = "Its primary key has no equality operator.";
+		else
+		{
+			inbox->shard_eq = get_opcode(eqop);
+			inbox->shard_collation = index->rd_indcollation[0];
+		}
 	}
 	index_close(index, AccessShareLock);
 	*problem_out = problem;

@@ -17,7 +17,7 @@
 extern char *inbox_shape_problem(Relation rel, InboxInfo *inbox, const char *shard_key);
 extern char *inbox_shape_shard_key(Relation rel);
 extern bool inbox_shape_has_marker(Relation rel);
-pg_noreturn extern void inbox_shape_error(Relation rel, const char *problem);
+pg_noreturn extern void inbox_shape_error(Relation rel, const char *problem, bool sharded);
 extern bool inbox_shape_direct_ok(Relation rel, const InboxInfo *inbox);
 
 #endif							/* INBOX_INBOX_SHAPE_H */

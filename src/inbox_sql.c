@@ -7,8 +7,10 @@
  * a purge does to the rows can be read in one place.  The only thing spliced in is
  * the table's quoted, qualified name; every value is a parameter.  $1 is always the
  * message id (of the inbox's key type) except for the statements without one.
- * The claim INSERTs return the id they stored: a BEFORE INSERT trigger on the
- * inbox may have changed or skipped the row (claim_row_stored checks).
+ * The claim INSERTs return the id they stored, and those of a sharded inbox
+ * the shard key too: a BEFORE INSERT (or, renewing an expired claim, BEFORE
+ * UPDATE) trigger on the inbox may have changed or skipped the row
+ * (claim_row_stored and claim_routed_check_shard check).
  *
  * The routed statements are the claims of claim_routed.c: each decides in the
  * statement itself, so that nothing is read before it and Citus can send it,
@@ -200,7 +202,7 @@ static const StatementTemplate templates[SQL_NUM_STATEMENTS] = {
 
 	[SQL_SHARDED_CLAIM] = {
 		"INSERT INTO %1$s (%2$s, message_id) VALUES ($2, $1) "
-		"ON CONFLICT (%2$s, message_id) DO NOTHING RETURNING message_id",
+		"ON CONFLICT (%2$s, message_id) DO NOTHING RETURNING message_id, %2$s",
 		2, {KEY, SHARD}
 	},
 	[SQL_SHARDED_CLAIM_WINDOW] = {
@@ -210,13 +212,13 @@ static const StatementTemplate templates[SQL_NUM_STATEMENTS] = {
 		"holder_pid = NULL, holder_started = NULL "
 		"WHERE i.claimed_at OPERATOR(pg_catalog.<) $2 "
 		"AND (i.lease_until IS NULL OR i.lease_until OPERATOR(pg_catalog.<=) $3) "
-		"RETURNING message_id",
+		"RETURNING message_id, %2$s",
 		5, {KEY, TIMESTAMPTZOID, TIMESTAMPTZOID, TIMESTAMPTZOID, SHARD}, NEEDS_LEASE_COLUMNS
 	},
 	[SQL_SHARDED_CLAIM_MANY] = {
 		"INSERT INTO %1$s (%2$s, message_id) "
 		"SELECT $2, u.id FROM pg_catalog.unnest($1) AS u(id) ORDER BY 2 "
-		"ON CONFLICT (%2$s, message_id) DO NOTHING RETURNING message_id",
+		"ON CONFLICT (%2$s, message_id) DO NOTHING RETURNING message_id, %2$s",
 		2, {KEYS, SHARD}, false, RETURNED_BY_CTE
 	},
 	[SQL_SHARDED_CLAIM_MANY_WINDOW] = {
@@ -227,7 +229,7 @@ static const StatementTemplate templates[SQL_NUM_STATEMENTS] = {
 		"holder_pid = NULL, holder_started = NULL "
 		"WHERE i.claimed_at OPERATOR(pg_catalog.<) $2 "
 		"AND (i.lease_until IS NULL OR i.lease_until OPERATOR(pg_catalog.<=) $3) "
-		"RETURNING message_id",
+		"RETURNING message_id, %2$s",
 		5, {KEYS, TIMESTAMPTZOID, TIMESTAMPTZOID, TIMESTAMPTZOID, SHARD}, NEEDS_LEASE_COLUMNS,
 		RETURNED_BY_CTE
 	},
@@ -277,7 +279,7 @@ inbox_sql_plan(InboxInfo *inbox, InboxStatement which)
 	}
 	sql = psprintf(t->sql, inbox->qualname, inbox->shard_column);
 	if (t->cte_on_citus && citus_table(inbox->relid))
-		sql = psprintf("WITH returned AS (%s) SELECT message_id FROM returned", sql);
+		sql = psprintf("WITH returned AS (%s) SELECT * FROM returned", sql);
 	inbox->plans[which] = spi_prepare_kept(sql, t->nargs, argtypes);
 	return inbox->plans[which];
 }

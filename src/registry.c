@@ -253,7 +253,7 @@ load_entry(InboxInfo *entry, const RegistryRow *registered, bool quiet)
 	if (problem != NULL)
 	{
 		if (!quiet)
-			inbox_shape_error(rel, problem);
+			inbox_shape_error(rel, problem, registered->shard_key != NULL);
 		table_close(rel, AccessShareLock);
 		return false;
 	}

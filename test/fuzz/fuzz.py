@@ -58,12 +58,19 @@ RELATIONS = [
     ("dropped_oid", "{dropped_oid}"), ("null", "NULL"),
     ("temp_table", "'pg_temp.tt'"), ("temp_partitioned", "'pg_temp.tp'"),
     ("temp_inbox_shape", "'pg_temp.tshape'"),
+    ("sharded_inbox", "'fz.sb'"), ("sharded_inbox_uuid_key", "'fz.st'"),
+    ("sharded_inbox_quoted_key", "'fz.s4'"), ("marker_shape_unregistered", "'fz.sshape'"),
 ]
 TEMP_SETUP = {
     "temp_table": "CREATE TEMP TABLE tt (id bigint PRIMARY KEY, status text, message_id text, version int)",
     "temp_partitioned": "CREATE TEMP TABLE tp (id bigint PRIMARY KEY, status text, message_id text) "
                         "PARTITION BY RANGE (id)",
     "temp_inbox_shape": "CREATE TEMP TABLE tshape (LIKE fz.ti INCLUDING ALL)",
+    "temp_composite": "CREATE TYPE pg_temp.tct AS (a int)",
+    "temp_composite_array": "CREATE TYPE pg_temp.tct AS (a int)",
+    "temp_table_rowtype": "CREATE TEMP TABLE tt (id bigint PRIMARY KEY, status text, message_id text, version int)",
+    "temp_domain": "CREATE DOMAIN pg_temp.tdom AS int CHECK (VALUE > 0)",
+    "domain_over_temp_composite": "CREATE TYPE pg_temp.tct AS (a int); CREATE DOMAIN fz.dtct AS pg_temp.tct",
 }
 INBOX_OF_KEY = {"text": ("inbox_text", "'fz.ti'"), "uuid": ("inbox_uuid", "'fz.ui'"),
                 "bigint": ("inbox_bigint", "'fz.bi'")}
@@ -175,6 +182,81 @@ ANY_VALUES = [("int", "1"), ("text", "'x'::text"), ("null", "NULL"), ("timestamp
               ("jsonb", "'{}'::jsonb"), ("huge_text", "repeat('v', 1048576)"), ("array", "ARRAY[1, 2]"),
               ("record", "ROW(1, 2)"), ("untyped", "'u'"), ("numeric", "1.5"),
               ("regclass", "'fz.ti'::regclass")]
+
+# Sharded inboxes of the prepared database: relation -> (key type, shard key as an SQL
+# identifier, shard key type, a good shard key value; {n} makes it fresh).  Each holds
+# claims under the shard key value CLAIMED_SHARD[relation].
+SHARDED = {
+    "fz.sb": ("text", "acct", "bigint", "{n}"),
+    "fz.s4": ("text", '"Acct Id"', "int4", "({n} % 1000000)"),
+    "fz.st": ("uuid", "tenant", "text", "'t-{n}'"),
+    "fz.sd": ("uuid", "acct", "fz.dpos", "({n} + 1)"),
+    "fz.su": ("bigint", "region", "uuid", "md5('s{n}')::uuid"),
+    "fz.sx": ("bigint", '"Message_Id"', "text", "'x{n}'"),
+}
+CLAIMED_SHARD = {"fz.sb": "1", "fz.s4": "1", "fz.st": "'1'", "fz.sd": "1",
+                 "fz.su": "'00000000-0000-0000-0000-000000000001'::uuid", "fz.sx": "'1'"}
+# Shard key values given as the "any" argument of the _sharded functions.
+SHARD_VALUES = [
+    ("null", "NULL"), ("typed_null", "NULL::bigint"), ("untyped_literal", "'{n}'"),
+    ("claimed_literal", "'1'"), ("int", "1"), ("int_fresh", "{n}"), ("bigint", "{n}::bigint"),
+    ("int2", "1::int2"), ("text", "'1'::text"), ("varchar", "'1'::varchar"), ("name", "'1'::name"),
+    ("bpchar_padded", "'1'::char(3)"), ("numeric_integral", "1.0"), ("numeric_fraction", "1.5"),
+    ("numeric_fraction_rounds_to_claimed", "0.6"), ("numeric_huge", "1e30"),
+    ("float_nan", "'NaN'::float8"), ("float_fraction", "2.5::float8"), ("float_inf", "'Infinity'::float8"),
+    ("float4_lossy", "16777217::float4"), ("negative", "-1"), ("zero", "0"),
+    ("int8_max", "9223372036854775807"), ("int8_min", "(-9223372036854775807 - 1)"),
+    ("uuid", "md5('{n}')::uuid"), ("uuid_claimed", "'00000000-0000-0000-0000-000000000001'::uuid"),
+    ("uuid_literal", "'00000000-0000-0000-0000-000000000001'"), ("timestamptz", "now()"),
+    ("date", "current_date"), ("jsonb", "'1'::jsonb"), ("json", "'1'::json"), ("bool", "true"),
+    ("bytea", "'\\x01'::bytea"), ("empty_text", "''"), ("space_padded", "' 1 '"), ("plus_sign", "'+1'"),
+    ("hex", "'0x1F'"), ("exponent_text", "'1e3'"), ("huge_text_1MB", "repeat('v', 1048576)"),
+    ("incompressible_3KB", "(SELECT string_agg(md5(g::text || '{n}'), '') FROM generate_series(1, 100) g)"),
+    ("array", "ARRAY[1, 2]"), ("text_array", "ARRAY['1']"), ("empty_array", "'{}'::int[]"),
+    ("two_dim_array", "'{{1},{2}}'::int[]"), ("record", "ROW(1, 2)"), ("composite", "ROW(1, 'x')::fz.ct"),
+    ("inbox_row", "(SELECT t FROM fz.ti t LIMIT 1)"), ("regclass", "'fz.ti'::regclass"), ("oid", "1::oid"),
+    ("void", "pg_sleep(0)"), ("cstring", "textout('1')"),
+    ("anyarray", "(SELECT histogram_bounds FROM pg_stats WHERE histogram_bounds IS NOT NULL LIMIT 1)"),
+    ("domain_value", "1::fz.dpos"), ("domain_text", "'abc'::fz.dtext"), ("interval", "'1 day'::interval"),
+    ("range", "int4range(1, 2)"), ("unicode", "'ключ-🔑'"), ("multibyte_1000", "repeat('é', 1000)"),
+    ("subquery_text", "(SELECT '1')"), ("enum", "'applied'::inbox.outcome"), ("tsvector", "'a'::tsvector"),
+    ("money", "1::money"), ("inet", "'10.0.0.1'::inet"), ("point", "point(1, 2)"),
+]
+# Column names given to create_sharded_inbox as the shard key.
+SHARD_NAMES = [
+    ("null", "NULL"), ("empty", "''"), ("good", "'acct_{n}'"), ("message_id", "'message_id'"),
+    ("Message_Id", "'Message_Id'"), ("MESSAGE_ID", "'MESSAGE_ID'"), ("claimed_at", "'claimed_at'"),
+    ("Claimed_At", "'Claimed_At'"), ("result", "'result'"), ("token", "'token'"),
+    ("holder_started", "'holder_started'"), ("quoted_message_id", "'\"message_id\"'"), ("space", "' '"),
+    ("trailing_space", "'message_id '"), ("dot", "'a.b'"), ("double_quote", "'a\"b'"),
+    ("single_quote", "'a''b'"), ("unicode", "'ключ🔑'"), ("multibyte_63_bytes", "repeat('é', 31) || 'x'"),
+    ("multibyte_64_bytes", "repeat('é', 32)"), ("ascii_63", "repeat('k', 63)"), ("ascii_64", "repeat('k', 64)"),
+    ("system_column", "'ctid'"), ("oid", "'oid'"), ("xmin", "'xmin'"), ("huge", "repeat('k', 1048576)"),
+    ("sql_injection", "'k int, x text); DROP TABLE fz.orders; --'"), ("control_char", "E'k\\x01'"),
+    ("newline", "E'k\\nj'"), ("percent", "'%s%n'"),
+]
+# Shard key types given to create_sharded_inbox, each with an untyped literal of it (or None).
+SHARD_TYPES = [
+    ("null", "NULL", None), ("bigint", "'bigint'", "'7'"), ("int4", "'int4'", "'7'"), ("text", "'text'", "'a'"),
+    ("uuid", "'uuid'", "'00000000-0000-0000-0000-000000000007'"), ("varchar", "'varchar'", "'a'"),
+    ("oid0", "0", None), ("oid_max", "4294967295", None), ("anyelement", "'anyelement'", None),
+    ("record", "'record'", None), ("unknown", "'unknown'", None), ("cstring", "'cstring'", None),
+    ("void", "'void'", None), ("trigger", "'trigger'", None), ("anyarray", "'anyarray'", None),
+    ("shell_type", "'fz.shell'", None), ("domain_over_text_check", "'fz.dtext'", "'ab'"),
+    ("domain_over_bigint_check", "'fz.dpos'", "'5'"), ("enum", "'inbox.outcome'", "'applied'"),
+    ("array", "'bigint[]'", "'{1,2}'"), ("text_array", "'text[]'", "'{a}'"), ("name", "'name'", "'n'"),
+    ("composite", "'fz.ct'", "'(1,x)'"), ("inbox_rowtype", "'fz.ti'", None), ("json", "'json'", "'1'"),
+    ("point", "'point'", None), ("character", "'character'", "'ab'"), ("bpchar", "'bpchar'", "'ab'"),
+    ("bit", "'bit'", "'101'"), ("varbit", "'varbit'", "'101'"), ("char", "'\"char\"'", "'a'"),
+    ("numeric", "'numeric'", "'1.5'"), ("float4", "'float4'", "'1.5'"), ("float8", "'float8'", "'1.5'"),
+    ("tid", "'tid'", "'(0,1)'"), ("xid", "'xid'", None), ("jsonb", "'jsonb'", "'{\"a\": 1}'"),
+    ("range", "'int4range'", "'[1,3)'"), ("regclass", "'regclass'", "'pg_class'"),
+    ("oidvector", "'oidvector'", "'1 2'"), ("timestamptz", "'timestamptz'", "'2020-01-01'"),
+    ("interval", "'interval'", "'1 day'"), ("bool", "'bool'", "'t'"), ("money", "'money'", "'1'"),
+    ("temp_composite", "'pg_temp.tct'", "'(1)'"), ("temp_table_rowtype", "'pg_temp.tt'", None),
+    ("temp_composite_array", "'pg_temp.tct[]'", "'{\"(1)\"}'"), ("temp_domain", "'pg_temp.tdom'", "'1'"),
+    ("domain_over_temp_composite", "'fz.dtct'", None), ("varchar_name_like", "'character varying'", "'a'"),
+]
 
 GOOD_STATEMENT = "UPDATE fz.orders SET amount = amount WHERE id = 1"
 STATEMENTS = [
@@ -337,6 +419,134 @@ REENTRY_CALLS = [
     "SELECT inbox.claim('fz.r', 'a', inbox.fingerprint('{}')), inbox.claim('fz.r', 'b', inbox.fingerprint('{}'))",
 ]
 
+# Sharded inboxes the owner creates and changes: (shard key as given to
+# create_sharded_inbox, as an SQL identifier, its type).
+SHARD_CONFIGS = [("acct", "acct", "bigint"), ("tenant", "tenant", "text"), ("region", "region", "uuid"),
+                 ("Acct Id", '"Acct Id"', "int4"), ("acct", "acct", "fz.dpos"),
+                 ("Message_Id", '"Message_Id"', "text")]
+# Changes an owner may make to a sharded inbox.  {t} is the table, {tn} its name, {sk}
+# the shard key column, {st} its type.  Those marked lossy change what a shard key
+# value is stored as, so the oracle does not compare the stored value with the given one.
+SHARDED_MUTATIONS = [
+    ("drop_shard_key", "ALTER TABLE {t} DROP COLUMN {sk}", False),
+    ("rename_shard_key", "ALTER TABLE {t} RENAME COLUMN {sk} TO other_key", False),
+    ("rename_shard_key_upper_case", "ALTER TABLE {t} RENAME COLUMN {sk} TO \"ACCT\"", False),
+    ("shard_key_to_text", "ALTER TABLE {t} ALTER COLUMN {sk} TYPE text USING {sk}::text", False),
+    ("shard_key_to_int4", "ALTER TABLE {t} ALTER COLUMN {sk} TYPE int4 USING hashtext({sk}::text)", True),
+    ("shard_key_to_numeric_scale_2", "ALTER TABLE {t} ALTER COLUMN {sk} TYPE numeric(20,2) "
+                                     "USING length({sk}::text) + 0.5", True),
+    ("shard_key_to_float4", "ALTER TABLE {t} ALTER COLUMN {sk} TYPE float4 USING length({sk}::text)", True),
+    ("shard_key_to_varchar3", "ALTER TABLE {t} ALTER COLUMN {sk} TYPE varchar(3) USING left({sk}::text, 3)", True),
+    ("shard_key_to_char40", "ALTER TABLE {t} ALTER COLUMN {sk} TYPE char(40) USING {sk}::text", True),
+    ("shard_key_to_domain_check", "ALTER TABLE {t} ALTER COLUMN {sk} TYPE fz.dtext "
+                                  "USING left(md5({sk}::text), 4)", True),
+    ("shard_key_to_jsonb", "ALTER TABLE {t} ALTER COLUMN {sk} TYPE jsonb USING to_jsonb({sk}::text)", True),
+    ("shard_key_to_text_array", "ALTER TABLE {t} ALTER COLUMN {sk} TYPE text[] USING ARRAY[{sk}::text]", True),
+    ("shard_key_collate_nondeterministic", "ALTER TABLE {t} ALTER COLUMN {sk} TYPE text COLLATE fz.ci "
+                                           "USING {sk}::text", False),
+    ("shard_key_collate_posix", "ALTER TABLE {t} ALTER COLUMN {sk} TYPE text COLLATE \"POSIX\" "
+                                "USING {sk}::text", False),
+    ("shard_key_identity_always", "ALTER TABLE {t} ALTER COLUMN {sk} ADD GENERATED ALWAYS AS IDENTITY", False),
+    ("shard_key_identity_by_default", "ALTER TABLE {t} ALTER COLUMN {sk} ADD GENERATED BY DEFAULT AS IDENTITY",
+     False),
+    ("shard_key_default_null", "ALTER TABLE {t} ALTER COLUMN {sk} SET DEFAULT NULL", False),
+    ("drop_marker", "ALTER TABLE {t} DROP CONSTRAINT idempotent_inbox", False),
+    ("marker_check_false", "ALTER TABLE {t} DROP CONSTRAINT idempotent_inbox; "
+                           "ALTER TABLE {t} ADD CONSTRAINT idempotent_inbox CHECK (false) NOT VALID", False),
+    ("marker_renamed", "ALTER TABLE {t} RENAME CONSTRAINT idempotent_inbox TO was_marker", False),
+    ("marker_on_shard_key", "ALTER TABLE {t} DROP CONSTRAINT idempotent_inbox; "
+                            "ALTER TABLE {t} ADD CONSTRAINT idempotent_inbox CHECK ({sk} IS NOT NULL)", False),
+    ("pk_reordered", "ALTER TABLE {t} DROP CONSTRAINT {tn}_pkey; ALTER TABLE {t} ADD PRIMARY KEY (message_id, {sk})",
+     False),
+    ("pk_message_id_only", "ALTER TABLE {t} DROP CONSTRAINT {tn}_pkey; ALTER TABLE {t} ADD PRIMARY KEY (message_id)",
+     False),
+    ("pk_shard_key_only", "ALTER TABLE {t} DROP CONSTRAINT {tn}_pkey; DELETE FROM {t}; "
+                          "ALTER TABLE {t} ADD PRIMARY KEY ({sk})", False),
+    ("pk_three_columns", "ALTER TABLE {t} DROP CONSTRAINT {tn}_pkey; "
+                         "ALTER TABLE {t} ADD PRIMARY KEY ({sk}, message_id, claimed_at)", False),
+    ("pk_include", "ALTER TABLE {t} DROP CONSTRAINT {tn}_pkey; "
+                   "ALTER TABLE {t} ADD PRIMARY KEY ({sk}, message_id) INCLUDE (claimed_at)", False),
+    ("pk_deferrable", "ALTER TABLE {t} DROP CONSTRAINT {tn}_pkey; "
+                      "ALTER TABLE {t} ADD PRIMARY KEY ({sk}, message_id) DEFERRABLE INITIALLY DEFERRED", False),
+    ("pk_dropped", "ALTER TABLE {t} DROP CONSTRAINT {tn}_pkey", False),
+    ("unique_instead_of_pk", "ALTER TABLE {t} DROP CONSTRAINT {tn}_pkey; ALTER TABLE {t} ADD UNIQUE ({sk}, message_id)",
+     False),
+    ("pk_collate_c", "ALTER TABLE {t} DROP CONSTRAINT {tn}_pkey; CREATE UNIQUE INDEX {tn}_c ON {t} "
+                     "({sk}, message_id COLLATE \"C\"); ALTER TABLE {t} ADD PRIMARY KEY USING INDEX {tn}_c", False),
+    ("pk_hash_like_ops", "ALTER TABLE {t} DROP CONSTRAINT {tn}_pkey; CREATE UNIQUE INDEX {tn}_p ON {t} "
+                         "({sk}, message_id text_pattern_ops); ALTER TABLE {t} ADD PRIMARY KEY USING INDEX {tn}_p",
+     False),
+    ("drop_and_readd_shard_key_as_text", "ALTER TABLE {t} DROP COLUMN {sk}; DELETE FROM {t}; "
+                                         "ALTER TABLE {t} ADD COLUMN {sk} text NOT NULL; "
+                                         "ALTER TABLE {t} ADD PRIMARY KEY ({sk}, message_id)", True),
+    ("swap_shard_key_column", "ALTER TABLE {t} ADD COLUMN other_key {st}; UPDATE {t} SET other_key = {sk}; "
+                              "ALTER TABLE {t} DROP CONSTRAINT {tn}_pkey; "
+                              "ALTER TABLE {t} RENAME COLUMN {sk} TO old_key; "
+                              "ALTER TABLE {t} RENAME COLUMN other_key TO {sk}; "
+                              "ALTER TABLE {t} ALTER COLUMN {sk} SET NOT NULL; "
+                              "ALTER TABLE {t} ADD PRIMARY KEY ({sk}, message_id)", False),
+    ("trigger_shard_key_to_existing", "CREATE FUNCTION fz.tsk_{tn}() RETURNS trigger LANGUAGE plpgsql AS $$BEGIN "
+                                      "NEW.{sk} := coalesce((SELECT {sk} FROM {t} ORDER BY claimed_at, message_id "
+                                      "LIMIT 1), NEW.{sk}); RETURN NEW; END$$; CREATE TRIGGER tsk BEFORE INSERT ON {t} "
+                                      "FOR EACH ROW EXECUTE FUNCTION fz.tsk_{tn}()", False),
+    ("trigger_shard_key_null", "CREATE FUNCTION fz.tsn_{tn}() RETURNS trigger LANGUAGE plpgsql AS $$BEGIN "
+                               "NEW.{sk} := NULL; RETURN NEW; END$$; CREATE TRIGGER tsn BEFORE INSERT ON {t} "
+                               "FOR EACH ROW EXECUTE FUNCTION fz.tsn_{tn}()", False),
+    ("trigger_id_to_existing", "CREATE FUNCTION fz.tid_{tn}() RETURNS trigger LANGUAGE plpgsql AS $$BEGIN "
+                               "NEW.message_id := coalesce((SELECT message_id FROM {t} ORDER BY claimed_at, "
+                               "message_id LIMIT 1), NEW.message_id); RETURN NEW; END$$; CREATE TRIGGER tid "
+                               "BEFORE INSERT ON {t} FOR EACH ROW EXECUTE FUNCTION fz.tid_{tn}()", False),
+    ("trigger_skip", "CREATE FUNCTION fz.tsp_{tn}() RETURNS trigger LANGUAGE plpgsql AS $$BEGIN RETURN NULL; END$$; "
+                     "CREATE TRIGGER tsp BEFORE INSERT ON {t} FOR EACH ROW EXECUTE FUNCTION fz.tsp_{tn}()", False),
+    ("trigger_skip_half", "CREATE FUNCTION fz.tsh_{tn}() RETURNS trigger LANGUAGE plpgsql AS $$BEGIN "
+                          "IF md5(NEW.message_id::text) < '8' THEN RETURN NULL; END IF; RETURN NEW; END$$; "
+                          "CREATE TRIGGER tsh BEFORE INSERT ON {t} FOR EACH ROW EXECUTE FUNCTION fz.tsh_{tn}()", False),
+    ("trigger_skip_update", "CREATE FUNCTION fz.tsu_{tn}() RETURNS trigger LANGUAGE plpgsql AS $$BEGIN "
+                            "RETURN NULL; END$$; CREATE TRIGGER tsu BEFORE UPDATE ON {t} FOR EACH ROW "
+                            "EXECUTE FUNCTION fz.tsu_{tn}()", False),
+    ("rls_hide_half", "ALTER TABLE {t} ENABLE ROW LEVEL SECURITY; ALTER TABLE {t} FORCE ROW LEVEL SECURITY; "
+                      "CREATE POLICY h ON {t} USING (md5({sk}::text) < '8') WITH CHECK (true)", False),
+    ("rls_false", "ALTER TABLE {t} ENABLE ROW LEVEL SECURITY; ALTER TABLE {t} FORCE ROW LEVEL SECURITY; "
+                  "CREATE POLICY none ON {t} USING (false) WITH CHECK (false)", False),
+    ("rls_insert_only", "ALTER TABLE {t} ENABLE ROW LEVEL SECURITY; ALTER TABLE {t} FORCE ROW LEVEL SECURITY; "
+                        "CREATE POLICY i ON {t} FOR INSERT WITH CHECK (true)", False),
+    ("attach_as_hash_partition", "CREATE TABLE fz.{tn}_parent (LIKE {t}) PARTITION BY HASH ({sk}); "
+                                 "ALTER TABLE fz.{tn}_parent ATTACH PARTITION {t} "
+                                 "FOR VALUES WITH (MODULUS 1, REMAINDER 0)", False),
+    ("attach_as_default_list_partition", "CREATE TABLE fz.{tn}_parent (LIKE {t}) PARTITION BY LIST ({sk}); "
+                                         "ALTER TABLE fz.{tn}_parent ATTACH PARTITION {t} DEFAULT", False),
+    ("inheritance_child", "CREATE TABLE fz.{tn}_child () INHERITS ({t})", False),
+    ("inherits_parent", "CREATE TABLE fz.{tn}_par ({sk} {st}); ALTER TABLE {t} INHERIT fz.{tn}_par", False),
+]
+# Changes of every inbox that also apply to a sharded one.
+SHARDED_ALSO = ["rename_table", "set_unlogged", "revoke_own_rights", "truncate", "message_id_to_text",
+                "message_id_collate_nondeterministic", "drop_result", "claimed_at_to_date", "rule_do_instead_nothing",
+                "rule_do_also", "add_generated_column", "replica_identity_full", "lease_until_to_text",
+                "drop_message_id", "claimed_at_drop_default"]
+# Bodies of a trigger on a sharded inbox that calls back into the extension.
+SHARDED_REENTRY = [
+    ("claim_same_shard_other_id", "IF length(NEW.message_id) < 6 THEN "
+                                  "PERFORM inbox.claim_sharded('fz.rs', NEW.acct, NEW.message_id || 'y'); END IF"),
+    ("claim_same_shard_same_id", "PERFORM inbox.claim_sharded('fz.rs', NEW.acct, NEW.message_id)"),
+    ("claim_other_shard_same_id", "PERFORM inbox.claim_sharded('fz.rs', NEW.acct + 100, NEW.message_id)"),
+    ("claim_many", "PERFORM inbox.claim_many_sharded('fz.rs', NEW.acct, ARRAY[NEW.message_id || '-m', NEW.message_id])"),
+    ("grant_then_claim", "GRANT SELECT ON fz.rs TO PUBLIC; "
+                         "PERFORM inbox.claim_sharded('fz.rs', NEW.acct, NEW.message_id || '-g')"),
+    ("claim_apply_nested", "PERFORM inbox.claim_apply_sharded('fz.rs', NEW.acct, NEW.message_id || '-a', 'SELECT 1')"),
+    ("drop_marker", "ALTER TABLE fz.rs DROP CONSTRAINT idempotent_inbox"),
+    ("drop_inbox", "PERFORM inbox.drop_inbox('fz.rs')"),
+    ("set_retention", "PERFORM inbox.set_retention('fz.rs', '1 day')"),
+    ("delete_others", "DELETE FROM fz.rs WHERE message_id <> NEW.message_id"),
+    ("plain_claim", "PERFORM inbox.claim('fz.rs', NEW.message_id)"),
+    ("update_own_shard_key", "UPDATE fz.rs SET acct = acct + 1000 WHERE message_id = NEW.message_id"),
+]
+SHARDED_REENTRY_CALLS = [
+    "SELECT inbox.claim_sharded('fz.rs', 1, 'a'), inbox.claim_sharded('fz.rs', 2, 'a')",
+    "SELECT * FROM inbox.claim_many_sharded('fz.rs', 1, ARRAY['a', 'b', 'c'])",
+    "SELECT inbox.claim_apply_sharded('fz.rs', 1, 'a', 'SELECT 1'), inbox.claim_apply_sharded('fz.rs', 1, 'b', 'SELECT 1')",
+    "SELECT inbox.claim_sharded('fz.rs', 1, 'a'), inbox.claim_sharded('fz.rs', 1, 'a')",
+]
+
 DEDUP_TRIGGERS = [
     ("no_args", ""), ("one_arg", "'fz.events_seen'"), ("three_args", "'fz.events_seen', 'event_id', 'x'"),
     ("missing_inbox", "'nosuch', 'event_id'"), ("non_inbox", "'fz.orders', 'event_id'"),
@@ -377,6 +587,7 @@ class Fuzzer:
                       "hangs": 0, "wrong": 0, "leaks": 0, "sqlsmith_generated": 0,
                       "sqlsmith_run": 0, "setup_skipped": 0}
         self.conn = None
+        self.cur_shard = "1"
         self.notices = []
         self.log_pos = 0
         self.sqlsmith_status = "not run"
@@ -610,9 +821,10 @@ class Fuzzer:
                 self.record(func, "leak", "any", msg, repro, standalone_check=False)
         self.notices.clear()
 
-    def run_case(self, setup, calls, kind, check=None, conn=None, lock_probe=False):
+    def run_case(self, setup, calls, kind, check=None, conn=None, lock_probe=False, partial_check=False):
         """One case: setup and calls in one rolled-back transaction.  check(rows_by_call)
-        returns a list of (func, wrong-answer description) for wrong answers."""
+        returns a list of (func, wrong-answer description) for wrong answers; with
+        partial_check, also when a call failed (given the rows of the calls before it)."""
         self.stats["cases"] += 1
         stmts = list(setup) + list(calls)
         conn = conn or self.main_conn()
@@ -699,7 +911,7 @@ class Fuzzer:
                 self.error_kinds[key] = self.error_kinds.get(key, 0) + 1
                 if idx < len(setup):
                     self.stats["setup_skipped"] += 1
-        if check is not None and idx is None:
+        if check is not None and (idx is None or (partial_check and idx >= len(setup))):
             for func, what in check(rows_by_call):
                 self.record(func, what, kind, what, repro)
         self.check_notices(self.func_of(stmts[-1]) if stmts else "statement", repro)
@@ -775,7 +987,23 @@ CREATE SEQUENCE fz.seq;
 CREATE TYPE fz.ct AS (a int, b text);
 CREATE DOMAIN fz.dtext AS text CHECK (length(VALUE) < 5);
 CREATE TABLE fz.dropped (x int);
+CREATE DOMAIN fz.dpos AS bigint CHECK (VALUE > 0);
+SELECT inbox.create_sharded_inbox('fz.sb', 'acct', 'bigint', 'text', '1 day');
+SELECT inbox.create_sharded_inbox('fz.s4', 'Acct Id', 'int4');
+SELECT inbox.create_sharded_inbox('fz.st', 'tenant', 'text', 'uuid');
+SELECT inbox.create_sharded_inbox('fz.sd', 'acct', 'fz.dpos', 'uuid');
+SELECT inbox.create_sharded_inbox('fz.su', 'region', 'uuid', 'bigint', '1 hour');
+SELECT inbox.create_sharded_inbox('fz.sx', 'Message_Id', 'text', 'bigint');
+SELECT inbox.claim_sharded('fz.sb', 1, 'a'), inbox.claim_sharded('fz.sb', 2, 'a'), inbox.claim_sharded('fz.s4', 1, 'a');
+SELECT inbox.claim_sharded('fz.st', '1', '00000000-0000-0000-0000-000000000001'::uuid),
+       inbox.claim_sharded('fz.sd', 1, '00000000-0000-0000-0000-000000000001'::uuid),
+       inbox.claim_sharded('fz.su', '00000000-0000-0000-0000-000000000001'::uuid, 1::bigint),
+       inbox.claim_sharded('fz.sx', '1', 1::bigint);
+SELECT count(*) FROM inbox.claim_many_sharded('fz.sb', 1, ARRAY['b', 'c']);
+CREATE TABLE fz.sshape (LIKE fz.sb INCLUDING ALL);
+ANALYZE fz.orders;
 RESET ROLE;
+CREATE TYPE fz.shell;
 """
         for stmt in split_sql(ddl):
             c.execute(stmt)
@@ -800,8 +1028,9 @@ RESET ROLE;
 
     # ---- building calls ----------------------------------------------------
     def key_type_of(self, fn):
-        for t in fn["types"][1:2]:
-            if t.rstrip("[]") in ("text", "uuid", "bigint"):
+        # The message id follows the shard key in the _sharded functions.
+        for name, t in zip(fn["names"][1:3], fn["types"][1:3]):
+            if name in ("message_id", "message_ids", "key") and t.rstrip("[]") in ("text", "uuid", "bigint"):
                 return t.rstrip("[]")
         return "text"
 
@@ -810,6 +1039,12 @@ RESET ROLE;
         name = fn["names"][i] if i < len(fn["names"]) else ""
         if t == "regclass":
             return [(k, e.replace("{dropped_oid}", str(self.dropped_oid))) for k, e in RELATIONS]
+        if name == "shard_key" and t == '"any"':
+            return SHARD_VALUES
+        if name == "shard_key":
+            return SHARD_NAMES
+        if name == "shard_key_type":
+            return [(k, e) for k, e, _ in SHARD_TYPES]
         if name in ("message_id", "key") and t in ("text", "uuid", "bigint") and fn["name"] not in (
                 "upsert", "transition"):
             return {"text": TEXT_IDS, "uuid": UUID_IDS, "bigint": BIGINT_IDS}[t]
@@ -867,6 +1102,12 @@ RESET ROLE;
             if f in ("upsert", "transition", "guard_transitions", "unguard_transitions"):
                 return "'fz.orders'"
             return inbox_expr
+        if name == "shard_key" and t == '"any"':
+            return fmt(self.cur_shard, n)
+        if name == "shard_key":
+            return fmt("'acct_{n}'", n)
+        if name == "shard_key_type":
+            return "'bigint'"
         if name in ("message_id", "key") and t in ("text", "uuid", "bigint") and f not in ("upsert", "transition"):
             return fmt({"text": "'f-{n}'", "uuid": "md5('{n}')::uuid", "bigint": "{n}"}[t], n)
         if name == "message_ids":
@@ -947,7 +1188,14 @@ RESET ROLE;
         return f"SELECT {call}"
 
     def inbox_for(self, fn):
+        """The inbox a call of fn works on; for a _sharded function, one of the
+        sharded inboxes of its key type, whose good shard key value good_value uses."""
         kt = self.key_type_of(fn)
+        self.cur_shard = "1"
+        if fn["name"].endswith("_sharded"):
+            rel = self.rng.choice([r for r, v in SHARDED.items() if v[0] == kt])
+            self.cur_shard = SHARDED[rel][3]
+            return f"'{rel}'"
         return INBOX_OF_KEY[kt][1]
 
     # ---- strategies ---------------------------------------------------------
@@ -984,14 +1232,15 @@ RESET ROLE;
                       (f"{key} key, " if key else "") + " ".join(sorted(set(kinds))))
 
     def case_claim_apply(self):
-        fns = [f for f in self.functions if f["name"] == "claim_apply"]
+        fns = [f for f in self.functions if f["name"] in ("claim_apply", "claim_apply_sharded")]
         fn = self.rng.choice(fns)
         self.n += 1
         kind, stmt = self.rng.choice(STATEMENTS)
         stmt = fmt(stmt, self.n)
-        args = [self.inbox_for(fn), self.good_value(fn, 1, ""), "'" + stmt.replace("'", "''") + "'"]
-        if len(fn["types"]) == 4:
-            if fn["types"][3] == '"any"':
+        args = [self.inbox_for(fn)] + [self.good_value(fn, i, "") for i in range(1, fn["names"].index("statement"))]
+        args.append("'" + stmt.replace("'", "''") + "'")
+        if len(fn["types"]) == len(args) + 1:
+            if fn["types"][-1] == '"any"':
                 args.append([fmt(e, self.n) for _, e in
                              (self.rng.choice(ANY_VALUES) for _ in range(self.rng.randrange(0, 3)))])
             else:
@@ -1002,7 +1251,7 @@ RESET ROLE;
             # A statement that runs nothing must not be reported as an applied effect.
             if kind in ("empty", "blank", "semicolon", "comment_only", "line_comment") and \
                     rows_by_call[-1] == [("applied",)]:
-                return [("claim_apply", "wrong answer: applied, but the statement runs nothing")]
+                return [(fn["name"], "wrong answer: applied, but the statement runs nothing")]
             return []
         self.run_case(setup, [self.build_call(fn, args)], "statement=" + kind, check=check)
 
@@ -1118,8 +1367,9 @@ RESET ROLE;
         funcs = [f for f in self.functions if f["types"][:1] == ["regclass"] and f["name"] != "live_counters"]
         fn = self.rng.choice(funcs)
         self.n += 1
-        kt = self.key_type_of(fn)
-        inbox = INBOX_OF_KEY[kt][1]
+        inbox = self.inbox_for(fn)
+        if fn["name"].endswith("_sharded"):
+            self.cur_shard = CLAIMED_SHARD[inbox.strip("'")]
         args = [self.good_value(fn, i, inbox) for i in range(len(fn["types"]))]
         keyname = self.rng.choice(["claimed", "completed_lease", "live_lease", "fresh"])
         for i, (name, typ) in enumerate(zip(fn["names"], fn["types"])):
@@ -1127,7 +1377,7 @@ RESET ROLE;
                     "upsert", "transition"):
                 pool = dict({"text": TEXT_IDS, "uuid": UUID_IDS, "bigint": BIGINT_IDS}[typ])
                 args[i] = fmt(pool[keyname], self.n)
-            if fn["name"] == "create_inbox" and name == "name":
+            if fn["name"] in ("create_inbox", "create_sharded_inbox") and name == "name":
                 args[i] = fmt("'fz.nobody_{n}'", self.n)
         call = self.build_call(fn, args)
         null_ok = fn["name"] in ("result", "oldest_claim", "position")
@@ -1145,9 +1395,8 @@ RESET ROLE;
         funcs = [f for f in self.functions if f["types"][:1] == ["regclass"] and f["name"] != "live_counters"]
         fn = self.rng.choice(funcs)
         self.n += 1
-        kt = self.key_type_of(fn)
         target = "fz.orders" if fn["name"] in ("upsert", "transition", "guard_transitions",
-                                               "unguard_transitions") else INBOX_OF_KEY[kt][1].strip("'")
+                                               "unguard_transitions") else self.inbox_for(fn).strip("'")
         args = [self.good_value(fn, i, f"'{target}'") for i in range(len(fn["types"]))]
         # An argument that reads the locked table (the current token) would wait in
         # the caller's own query, before the function runs: use a constant.
@@ -1326,6 +1575,254 @@ RESET ROLE;
                                 msg, list(steps) + ["-- crashed process was running: " + (query or "?")],
                                 standalone_check=False)
 
+    # ---- sharded inboxes ----------------------------------------------------------
+    @staticmethod
+    def shard_literal(st, s):
+        """A shard key value of type st, derived from s."""
+        return {"bigint": f"(hashtext('{s}')::bigint)", "int4": f"hashtext('{s}')", "text": f"'{s}'",
+                "uuid": f"md5('{s}')::uuid", "fz.dpos": f"(abs(hashtext('{s}')::bigint) + 1)"}[st]
+
+    def sharded_call(self, fn, t, st, kt, tag):
+        """A call of fn on sharded inbox t with otherwise good arguments."""
+        self.cur_shard = self.shard_literal(st, self.rng.choice(["s1", "s2", f"{tag}{self.n}"]))
+        return self.mutation_call(fn, t, kt, tag)
+
+    def sharded_claim(self, how, t, shard, k):
+        if how == "claim":
+            return f"SELECT inbox.claim_sharded('{t}', {shard}, {k})"
+        if how == "claim_many":
+            return f"SELECT * FROM inbox.claim_many_sharded('{t}', {shard}, ARRAY[{k}])"
+        return f"SELECT inbox.claim_apply_sharded('{t}', {shard}, {k}, 'SELECT 1')"
+
+    SHARDED_FRESH = {"claim": lambda r: r == [(True,)], "claim_many": lambda r: bool(r),
+                     "claim_apply": lambda r: r == [("applied",)]}
+
+    def sharded_oracle(self, t, sk, st, kt, retention, verify):
+        """Calls that claim one fresh (shard key, id), look where the claim was stored
+        (as superuser, so that no policy hides it), claim it again, then the same id
+        under another shard key value; with a retention window, the claim once expired
+        must be fresh again.  Returns (calls, check(rows of the calls that ran)): the
+        check also judges the calls that ran before one failed."""
+        a, b = self.shard_literal(st, f"o{self.n}"), self.shard_literal(st, f"p{self.n}")
+        k = self.key_literal(kt, f"o{self.n}")
+        how = self.rng.choice(["claim", "claim_many", "claim_apply"])
+        fresh = self.SHARDED_FRESH[how]
+        stored = (f"SELECT count(*) FROM {t} WHERE {sk}::text = ({a})::text "
+                  f"AND message_id::text = ({k})::text") if verify else "SELECT 1"
+        calls = [self.sharded_claim(how, t, a, k), "RESET ROLE", stored, f"SET LOCAL ROLE {OWNER}",
+                 self.sharded_claim(how, t, a, k), self.sharded_claim(how, t, b, k)]
+        if retention:
+            calls += ["SET LOCAL session_replication_role = replica",
+                      f"UPDATE {t} SET claimed_at = claimed_at - interval '3 days' "
+                      f"WHERE message_id::text = ({k})::text",
+                      "SET LOCAL session_replication_role = origin", self.sharded_claim(how, t, a, k)]
+        func = how + "_sharded"
+
+        def check(r):
+            out = []
+            if not r or not fresh(r[0]):
+                return out
+            if verify and len(r) > 2 and r[2] != [(1,)]:
+                out.append((func, "wrong answer: claim answered fresh but not stored under its shard key value"))
+            if len(r) > 4 and fresh(r[4]):
+                out.append((func, "wrong answer: id claimed twice (same transaction)"))
+            if len(r) > 5 and not fresh(r[5]):
+                out.append((func, "wrong answer: duplicate for a fresh (shard key, id)"))
+            if retention and len(r) == len(calls) and not fresh(r[-1]):
+                out.append((func, "wrong answer: an expired claim answered duplicate"))
+            return out
+        return calls, check
+
+    def case_sharded_mutation(self):
+        """An owner changes its sharded inbox; the claims must stay right or fail clearly."""
+        self.n += 1
+        raw, sk, st = self.rng.choice(SHARD_CONFIGS)
+        kt = self.rng.choice(["text", "uuid", "bigint"])
+        retention = self.rng.random() < 0.4
+        t, tn = "fz.sm", "sm"
+        setup = [f"SET LOCAL ROLE {OWNER}",
+                 f"SELECT inbox.create_sharded_inbox('{t}', {quote(raw)}, '{st}', '{kt}', "
+                 f"{quote('1 day') if retention else 'NULL'})",
+                 f"SELECT inbox.claim_sharded('{t}', {self.shard_literal(st, 's1')}, {self.key_literal(kt, 'c1')})",
+                 f"SELECT count(*) FROM inbox.claim_many_sharded('{t}', {self.shard_literal(st, 's2')}, "
+                 f"ARRAY[{self.key_literal(kt, 'c1')}, {self.key_literal(kt, 'c2')}])"]
+        funcs = [f for f in self.functions if f["types"][:1] == ["regclass"]]
+        if self.rng.random() < 0.5:
+            setup.append(self.sharded_call(self.rng.choice(funcs), t, st, kt, "p"))
+        pool = SHARDED_MUTATIONS + [(k, s, False) for k, s in MUTATIONS if k in SHARDED_ALSO]
+        picks = self.rng.sample(pool, self.rng.choice([1, 1, 1, 2, 3]))
+        lossy = False
+        for kind, sql, lossy_one in picks:
+            lossy = lossy or lossy_one
+            setup.extend(x.strip() for x in split_steps(sql.format(t=t, tn=tn, sk=sk, st=st)))
+            if kind == "rename_table":
+                t, tn = "fz.sm_renamed", "sm_renamed"
+        extra = self.sharded_call(self.rng.choice(funcs), t, st, kt, "x")
+        oracle, check = self.sharded_oracle(t, sk, st, kt, retention, verify=not lossy)
+        first = self.rng.random() < 0.5
+        calls = [extra] + oracle if first else oracle + [extra]
+        off = 1 if first else 0
+        kinds = "+".join(sorted(k for k, _, _ in picks))
+        # The class is the changes made: the types are in the reproduction.
+        self.run_case(setup, calls, f"sharded inbox after {kinds}",
+                      check=lambda rows: check(rows[off:off + len(oracle)]), partial_check=True)
+
+    def case_sharded_committed(self):
+        """Claims of a sharded inbox across committed transactions and two sessions."""
+        self.n += 1
+        raw, sk, st = self.rng.choice(SHARD_CONFIGS)
+        kt = self.rng.choice(["text", "uuid", "bigint"])
+        t, tn = f"fz.ds{self.n}", f"ds{self.n}"
+        try:
+            a = self.connect(user=OWNER)
+            b = self.connect(user=OWNER)
+        except psycopg.Error:
+            return
+        steps = []
+        bad = []
+
+        def run(conn, s):
+            steps.append(s)
+            _, outcome, detail, rows = self.run_statements([s], conn=conn, in_txn=False)
+            if outcome in ("crash", "crash-victim") or outcome.startswith("XX") or outcome == "hang":
+                outcome = "crash" if outcome.startswith("crash") else outcome
+                bad.append(outcome)
+                if outcome == "crash":
+                    time.sleep(0.5)
+                    self.wait_for_server()
+                    self.new_log_crashes()
+            return outcome, detail, rows
+        kind = f"committed sharded {st} shard key, {kt} inbox"
+        try:
+            self.stats["cases"] += 1
+            out, _, _ = run(a, f"SELECT inbox.create_sharded_inbox('{t}', {quote(raw)}, '{st}', '{kt}', "
+                               f"{self.rng.choice(['NULL', quote('1 day')])})")
+            if out != "ok":
+                return
+            lossy = False
+            if self.rng.random() < 0.7:
+                mkind, sql, lossy = self.rng.choice(SHARDED_MUTATIONS)
+                kind += " after " + mkind
+                for s in split_steps(sql.format(t=t, tn=tn, sk=sk, st=st)):
+                    out, detail, _ = run(a, s)
+                    if bad:
+                        self.record(self.func_of(s), bad[0], kind, detail, list(steps), standalone_check=False)
+                        return
+            sa, sb = self.shard_literal(st, f"a{self.n}"), self.shard_literal(st, f"b{self.n}")
+            k = self.key_literal(kt, f"k{self.n}")
+            first, second = self.rng.choice(list(self.SHARDED_FRESH)), self.rng.choice(list(self.SHARDED_FRESH))
+            answers = []
+            for conn, how, shard in ((a, first, sa), (b, second, sa), (b, second, sb)):
+                out, detail, rows = run(conn, self.sharded_claim(how, t, shard, k))
+                if bad:
+                    self.record(how + "_sharded", bad[0], kind, detail, list(steps), standalone_check=False)
+                    return
+                answers.append(self.SHARDED_FRESH[how](rows) if out == "ok" else None)
+            if answers[0] and answers[1]:
+                self.record(second + "_sharded", "wrong answer: id claimed twice", kind,
+                            "two fresh answers for one (shard key, id)", list(steps), standalone_check=False)
+            if answers[0] and answers[2] is False:
+                self.record(second + "_sharded", "wrong answer: duplicate for a fresh (shard key, id)", kind,
+                            "the id under another shard key value answered duplicate", list(steps),
+                            standalone_check=False)
+            if answers[0] and not lossy:
+                verify = (f"SELECT count(*) FROM {t} WHERE {sk}::text = ({sa})::text "
+                          f"AND message_id::text = ({k})::text")
+                out, _, rows = run(self.main_conn(), verify)
+                if out == "ok" and rows != [(1,)]:
+                    self.record(first + "_sharded",
+                                "wrong answer: claim answered fresh but not stored under its shard key value",
+                                kind, "no row for the (shard key, id) claimed", list(steps), standalone_check=False)
+        finally:
+            for c in (a, b):
+                try:
+                    c.close()
+                except Exception:  # noqa: BLE001
+                    pass
+            try:
+                self.main_conn().execute(f"DROP TABLE IF EXISTS fz.{tn}_parent, fz.{tn}_child, {t}, "
+                                         f"fz.{tn}_par CASCADE")
+                self.main_conn().execute(", ".join(f"fz.{f}_{tn}()" for f in ("tsk", "tsn", "tid", "tsp", "tsh", "tsu"))
+                                         .join(["DROP FUNCTION IF EXISTS ", ""]))
+            except psycopg.Error:
+                self.conn = None
+            lines = self.new_log_crashes()
+            if lines and "crash" not in bad:
+                self.wait_for_server()
+                for msg, query in lines:
+                    self.record(self.func_of(query) if query else "unknown", "crash",
+                                "background worker" if "background worker" in msg else kind,
+                                msg, list(steps) + ["-- crashed process was running: " + (query or "?")],
+                                standalone_check=False)
+
+    def case_sharded_reentry(self):
+        """Triggers on a sharded inbox that claim in it again, alter or drop it."""
+        self.n += 1
+        bodies = self.rng.sample(SHARDED_REENTRY, self.rng.choice([1, 1, 2]))
+        timing = self.rng.choice(["AFTER INSERT", "AFTER INSERT", "BEFORE INSERT", "AFTER UPDATE",
+                                  "AFTER INSERT OR UPDATE"])
+        body = "IF pg_trigger_depth() < 2 THEN " + "; ".join(b for _, b in bodies) + "; END IF"
+        ret = "NEW" if timing.startswith("BEFORE") else "NULL"
+        setup = [f"SET LOCAL ROLE {OWNER}",
+                 "SELECT inbox.create_sharded_inbox('fz.rs', 'acct', 'bigint', 'text', "
+                 f"{self.rng.choice(['NULL', quote('1 day')])})",
+                 f"CREATE FUNCTION fz.cbs() RETURNS trigger LANGUAGE plpgsql AS $$BEGIN {body}; RETURN {ret}; END$$",
+                 f"CREATE TRIGGER cbs {timing} ON fz.rs FOR EACH ROW EXECUTE FUNCTION fz.cbs()"]
+        if self.rng.random() < 0.3:
+            setup.append("SELECT inbox.claim_sharded('fz.rs', 1, 'warm')")
+        call = self.rng.choice(SHARDED_REENTRY_CALLS)
+
+        def check(rows):
+            moves = any(k in ("update_own_shard_key", "delete_others") for k, _ in bodies)
+            if not moves and call.count("claim_sharded('fz.rs', 1, 'a')") == 2 and rows[-1] == [(True, True)]:
+                return [("claim_sharded", "wrong answer: id claimed twice (same statement)")]
+            return []
+        self.run_case(setup, [call], f"sharded {timing} trigger: " + "+".join(k for k, _ in bodies), check=check)
+
+    def case_create_sharded(self):
+        """create_sharded_inbox with hostile names and types: refused clearly, or an
+        inbox whose shard key is what was asked for, permanent, and that claims."""
+        self.n += 1
+        nk, ne = self.rng.choice(SHARD_NAMES) if self.rng.random() < 0.5 else ("good", "'acct_{n}'")
+        tk, te, sample = self.rng.choice(SHARD_TYPES) if self.rng.random() < 0.8 else SHARD_TYPES[1]
+        rk, re_ = self.rng.choice(NAMES) if self.rng.random() < 0.3 else ("new", "'fz.new_{n}'")
+        kt = self.rng.choice(["text", "uuid", "bigint"])
+        setup = [x.strip() for x in split_steps(TEMP_SETUP[tk])] if tk in TEMP_SETUP else []
+        if self.rng.random() < 0.8:
+            setup.append(f"SET LOCAL ROLE {OWNER}")
+        create = (f"SELECT inbox.create_sharded_inbox({fmt(re_, self.n)}, {fmt(ne, self.n)}, {te}, '{kt}', "
+                  f"{self.rng.choice(['NULL', quote('1 day')])})")
+        newest = "(SELECT relid FROM inbox.registry ORDER BY created_at DESC, relid::oid DESC LIMIT 1)"
+        shape = ("SELECT a.atttypmod, format_type(a.atttypid, a.atttypmod), EXISTS (SELECT 1 FROM pg_namespace n "
+                 "WHERE n.oid IN (t.typnamespace, e.typnamespace, b.typnamespace) AND n.nspname LIKE 'pg\\_temp\\_%') "
+                 "FROM inbox.registry r JOIN pg_attribute a ON a.attrelid = r.relid AND a.attname = r.shard_key "
+                 "JOIN pg_type t ON t.oid = a.atttypid LEFT JOIN pg_type e ON e.oid = t.typelem "
+                 f"LEFT JOIN pg_type b ON b.oid = t.typbasetype WHERE r.relid = {newest}")
+        # The class is the type's: the names are in the reproduction.
+        kind = f"shard_key_type={tk}"
+
+        def check_shape(rows):
+            if not rows[-1]:
+                return [("create_sharded_inbox", "wrong answer: the registered shard key names no column")]
+            typmod, typ, temp = rows[-1][0]
+            out = []
+            if typmod != -1:
+                out.append(("create_sharded_inbox", f"wrong answer: shard key column made {typ}"))
+            if temp:
+                out.append(("create_sharded_inbox", "wrong answer: a permanent inbox's shard key has a temporary type"))
+            return out
+        res = self.run_case(setup, [create, shape], kind, check=check_shape)
+        if sample is None or res[0] is not None:
+            return
+        k = self.key_literal(kt, f"x{self.n}")
+        claim = f"SELECT inbox.claim_sharded({newest}, {sample}, {k})"
+
+        def check_claims(rows):
+            if rows[-2] == [(True,)] and rows[-1] == [(True,)]:
+                return [("claim_sharded", "wrong answer: id claimed twice (same transaction)")]
+            return []
+        self.run_case(setup, [create, claim, claim], kind, check=check_claims)
+
     # ---- sqlsmith ---------------------------------------------------------------
     def run_sqlsmith(self, count):
         exe = shutil.which("sqlsmith")
@@ -1390,7 +1887,14 @@ RESET ROLE;
         strategies = [(self.case_hostile_arg, 40), (self.case_claim_apply, 10), (self.case_mutation, 22),
                       (self.case_reentry, 8), (self.case_nobody, 8), (self.case_dedup_trigger, 4),
                       (self.case_views, 3), (self.case_committed_oracle, 5), (self.case_retention, 2),
-                      (self.case_lock_order, 3)]
+                      (self.case_lock_order, 3), (self.case_sharded_mutation, 12),
+                      (self.case_sharded_committed, 3), (self.case_sharded_reentry, 4),
+                      (self.case_create_sharded, 5)]
+        if self.args.strategies:
+            wanted = set(self.args.strategies.split(","))
+            strategies = [(f, w) for f, w in strategies if f.__name__[len("case_"):] in wanted]
+            if not strategies:
+                raise SystemExit("--strategies: none of " + self.args.strategies)
         funcs, weights = zip(*strategies)
         cases = 0
         while not self.out_of_time() and (self.args.cases == 0 or cases < self.args.cases):
@@ -1438,6 +1942,11 @@ RESET ROLE;
             ("no two live leases for one key", lambda f: "two live leases" in f.outcome),
             ("no answer to a role without rights", lambda f: "without rights" in f.outcome),
             ("no resource-leak warning", lambda f: f.outcome == "leak"),
+            ("sharded inboxes: no claim stored under another shard key value, no duplicate for a fresh "
+             "(shard key, id), no expired claim answered duplicate",
+             lambda f: any(x in f.outcome for x in ("(shard key, id)", "shard key value", "expired claim"))),
+            ("create_sharded_inbox: the shard key column is what was asked for and permanent",
+             lambda f: f.func == "create_sharded_inbox" and f.outcome.startswith("wrong answer")),
         ]
         lines = []
         n = 0
@@ -1512,7 +2021,8 @@ RESET ROLE;
             out.append(f"- **{f.func}: {f.cls[1]}** [{f.kind}] seen {f.count}x"
                        + ("" if f.standalone is None else f", standalone: {'yes' if f.standalone else 'no'}"))
             out.append("  ```sql")
-            out += ["  " + (st if len(st) < 400 else st[:400] + " …") + ";" for st in f.repro]
+            # Whole statements here (a sqlsmith query is the reproduction), up to 20,000 bytes.
+            out += ["  " + (st if len(st) < 20000 else st[:400] + " …") + ";" for st in f.repro]
             out.append("  ```")
         return "\n".join(out) + "\n"
 
@@ -1602,6 +2112,8 @@ def main():
     p.add_argument("--minimize", action=argparse.BooleanOptionalAction, default=None,
                    help="shorten the reproduction of each crash and internal error (default: on, off with --short)")
     p.add_argument("--verbose", action="store_true", help="also list the most frequent ordinary errors")
+    p.add_argument("--strategies", help="run only these driver strategies, comma-separated "
+                                        "(hostile_arg, sharded_mutation, create_sharded...: the case_ methods)")
     p.add_argument("--report", help="also write the findings as markdown here")
     args = p.parse_args()
     args.data = None
