@@ -521,8 +521,9 @@ registry_check_shard_form(FunctionCallInfo fcinfo, const InboxInfo *inbox, bool 
 				 errmsg("inbox \"%s\" is sharded by %s", get_rel_name(inbox->relid),
 						inbox->shard_column),
 				 errdetail("Its claims are keyed by (%s, message_id).", inbox->shard_column),
-				 errhint("Call %s_sharded(inbox, %s, message_id, ...), which takes the shard key value before the message id.",
-						 name, inbox->shard_column)));
+				 errhint("Call %s_sharded(inbox, %s, %s, ...), which takes the shard key value before the message id.",
+						 name, inbox->shard_column,
+						 strcmp(name, "claim_many") == 0 ? "message_ids" : "message_id")));
 	ereport(ERROR,
 			(errcode(ERRCODE_WRONG_OBJECT_TYPE),
 			 errmsg("inbox \"%s\" has no shard key", get_rel_name(inbox->relid)),
