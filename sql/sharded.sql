@@ -192,6 +192,41 @@ SELECT inbox.create_sharded_inbox('quoted_inbox', 'Account Id', 'int4');
 SELECT inbox.claim_sharded('quoted_inbox', 1, 'q') AS fresh, inbox.claim_sharded('quoted_inbox', 1::bigint, 'q') AS again;
 SELECT m FROM inbox.claim_many_sharded('quoted_inbox', 1, ARRAY['q', 'r']) m;
 
+-- A BEFORE UPDATE trigger that skips the renewal of an expired claim is an error too:
+-- the message is fresh, and would otherwise be answered duplicate.  (The same for
+-- claim_many of an inbox without a shard key.)
+SELECT inbox.create_sharded_inbox('renew_inbox', 'acct', 'bigint', 'text', '1 day');
+SELECT inbox.create_inbox('renew_plain', 'text', '1 day');
+SELECT inbox.claim_sharded('renew_inbox', 7, 'm1'), inbox.claim('renew_plain', 'm1');
+CREATE FUNCTION skip_renewals() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RETURN NULL; END $$;
+-- Each in a transaction that ages the claim first, so that a preloaded purge worker
+-- cannot delete it before the claim sees it.
+BEGIN;
+UPDATE renew_inbox SET claimed_at = now() - interval '2 days';
+CREATE TRIGGER skip BEFORE UPDATE ON renew_inbox FOR EACH ROW EXECUTE FUNCTION skip_renewals();
+SELECT inbox.claim_sharded('renew_inbox', 7, 'm1');
+ROLLBACK;
+BEGIN;
+UPDATE renew_inbox SET claimed_at = now() - interval '2 days';
+CREATE TRIGGER skip BEFORE UPDATE ON renew_inbox FOR EACH ROW EXECUTE FUNCTION skip_renewals();
+SELECT inbox.claim_many_sharded('renew_inbox', 7, ARRAY['m1']);
+ROLLBACK;
+BEGIN;
+UPDATE renew_plain SET claimed_at = now() - interval '2 days';
+CREATE TRIGGER skip BEFORE UPDATE ON renew_plain FOR EACH ROW EXECUTE FUNCTION skip_renewals();
+SELECT inbox.claim_many('renew_plain', ARRAY['m1']);
+ROLLBACK;
+CREATE TRIGGER skip BEFORE UPDATE ON renew_inbox FOR EACH ROW EXECUTE FUNCTION skip_renewals();
+CREATE TRIGGER skip BEFORE UPDATE ON renew_plain FOR EACH ROW EXECUTE FUNCTION skip_renewals();
+-- A live claim is still a plain duplicate with the trigger in place.
+SELECT inbox.claim_sharded('renew_inbox', 7, 'm2') AS fresh, inbox.claim_sharded('renew_inbox', 7, 'm2') AS again;
+SELECT m FROM inbox.claim_many_sharded('renew_inbox', 7, ARRAY['m2', 'm3']) m;
+SELECT m FROM inbox.claim_many('renew_plain', ARRAY['m2', 'm2']) m;
+SELECT m FROM inbox.claim_many('renew_plain', ARRAY['m2']) m;
+SELECT inbox.drop_inbox('renew_inbox');
+SELECT inbox.drop_inbox('renew_plain');
+DROP FUNCTION skip_renewals();
+
 -- The SQLSTATE of each refusal above, with every relation kind as the inbox: a clear
 -- code, never an internal error.
 CREATE FUNCTION pg_temp.outcome(call text) RETURNS text LANGUAGE plpgsql AS $$

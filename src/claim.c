@@ -496,7 +496,7 @@ batch_argument(FunctionCallInfo fcinfo, const CallSignature *sig, InboxInfo *inb
  */
 static void
 claim_many_insert(InboxInfo *inbox, ArrayType *batch, int nids, HTAB *fresh,
-				  const Datum *shard_key)
+				  const Datum *shard_key, TimestampTz now)
 {
 	MemoryContext callcxt = CurrentMemoryContext;
 	MemoryContext oldcxt;
@@ -508,7 +508,6 @@ claim_many_insert(InboxInfo *inbox, ArrayType *batch, int nids, HTAB *fresh,
 	spi_connect();
 	if (inbox->has_retention)
 	{
-		TimestampTz now = GetCurrentTimestamp();
 		Datum		values[5] = {PointerGetDatum(batch),
 								 TimestampTzGetDatum(retention_cutoff(inbox, now)),
 								 TimestampTzGetDatum(now),
@@ -547,22 +546,26 @@ claim_many_insert(InboxInfo *inbox, ArrayType *batch, int nids, HTAB *fresh,
 	SPI_finish();
 }
 
-/* Does the inbox hold a claim of the id, committed or of this transaction? */
+/*
+ * Does a claim hold the id, committed or of this transaction (and in an inbox
+ * with a retention window, one not expired at now, when the batch was judged)?
+ */
 static bool
-claimed_already(InboxInfo *inbox, Datum id, const Datum *shard_key)
+claimed_already(InboxInfo *inbox, Datum id, const Datum *shard_key, TimestampTz now)
 {
 	ClaimRow	row;
-	bool		exists;
+	bool		held;
 
 	if (!inbox->routed)
 	{
-		claim_row_read(inbox, id, false, &row);
-		return row.state != ROW_ABSENT;
+		claim_row_read(inbox, id, inbox->has_retention, &row);
+		return row.state != ROW_ABSENT &&
+			!(row.state == ROW_PRESENT && claim_row_expired(inbox, &row, now));
 	}
 	spi_connect();
-	exists = claim_routed_exists(inbox, id, shard_key);
+	held = claim_routed_held(inbox, id, shard_key, now);
 	SPI_finish();
-	return exists;
+	return held;
 }
 
 /*
@@ -572,7 +575,8 @@ claimed_already(InboxInfo *inbox, Datum id, const Datum *shard_key)
  */
 static void
 claim_many_report(ReturnSetInfo *rsinfo, const CallSignature *sig, InboxInfo *inbox,
-				  Datum *given, Datum *keys, int nids, HTAB *fresh, const Datum *shard_key)
+				  Datum *given, Datum *keys, int nids, HTAB *fresh, const Datum *shard_key,
+				  TimestampTz now)
 {
 	Tuplestorestate *store;
 	TupleDesc	tupdesc;
@@ -596,7 +600,7 @@ claim_many_report(ReturnSetInfo *rsinfo, const CallSignature *sig, InboxInfo *in
 
 			tuplestore_putvalues(store, tupdesc, &given[i], &isnull);
 		}
-		else if (inbox->insert_triggers && !claimed_already(inbox, keys[i], shard_key))
+		else if (claim_routed_may_skip(inbox) && !claimed_already(inbox, keys[i], shard_key, now))
 		{
 			/* Not inserted, and not there: a trigger skipped it. */
 			claim_row_suppressed(inbox, keys[i]);
@@ -629,6 +633,7 @@ claim_many_common(FunctionCallInfo fcinfo, bool sharded)
 	int			nids;
 	ArrayType  *batch;
 	HTAB	   *fresh;
+	TimestampTz now;
 
 	if (rsinfo == NULL || !IsA(rsinfo, ReturnSetInfo) ||
 		(rsinfo->allowedModes & SFRM_Materialize) == 0)
@@ -642,8 +647,10 @@ claim_many_common(FunctionCallInfo fcinfo, bool sharded)
 		shard_key = claim_routed_shard_key(fcinfo, 1, inbox);
 	batch = batch_argument(fcinfo, sig, inbox, &given, &keys, &nids);
 	fresh = fresh_ids_set(nids);
-	claim_many_insert(inbox, batch, nids, fresh, sharded ? &shard_key : NULL);
-	claim_many_report(rsinfo, sig, inbox, given, keys, nids, fresh, sharded ? &shard_key : NULL);
+	now = GetCurrentTimestamp();
+	claim_many_insert(inbox, batch, nids, fresh, sharded ? &shard_key : NULL, now);
+	claim_many_report(rsinfo, sig, inbox, given, keys, nids, fresh, sharded ? &shard_key : NULL,
+					  now);
 	return (Datum) 0;
 }
 

@@ -141,15 +141,38 @@ claim_routed_check_shard(InboxInfo *inbox, HeapTuple row, TupleDesc desc, Datum 
 						 inbox->shard_column)));
 }
 
-/* Is the id claimed, by a committed claim or one of this transaction? */
+/*
+ * Is the id held by a claim, committed or of this transaction?  In an inbox with
+ * a retention window, by one that has not expired at now, the time the claim
+ * itself judged by.  Asked when a claim wrote nothing: if nothing holds the id
+ * either, a trigger skipped the write (claim_routed_skipped).
+ */
 bool
-claim_routed_exists(InboxInfo *inbox, Datum message_id, const Datum *shard_key)
+claim_routed_held(InboxInfo *inbox, Datum message_id, const Datum *shard_key, TimestampTz now)
 {
-	Datum		values[2] = {message_id, shard_key ? *shard_key : (Datum) 0};
+	Datum		values[4] = {message_id};
 
 	check_shard_given(inbox, shard_key);
-	return inbox_sql_execute(inbox, shard_key ? SQL_SHARDED_EXISTS : SQL_EXISTS,
-							 values, NULL) > 0;
+	if (!inbox->has_retention)
+	{
+		values[1] = shard_key ? *shard_key : (Datum) 0;
+		return inbox_sql_execute(inbox, shard_key ? SQL_SHARDED_EXISTS : SQL_EXISTS,
+								 values, NULL) > 0;
+	}
+	values[1] = TimestampTzGetDatum(retention_cutoff(inbox, now));
+	values[2] = TimestampTzGetDatum(now);
+	values[3] = shard_key ? *shard_key : (Datum) 0;
+	return inbox_sql_execute(inbox, shard_key ? SQL_SHARDED_HELD : SQL_HELD, values, NULL) > 0;
+}
+
+/*
+ * May a trigger have skipped a claim's write?  A BEFORE INSERT one may skip the
+ * new claim, a BEFORE UPDATE one the renewal of an expired claim.
+ */
+bool
+claim_routed_may_skip(const InboxInfo *inbox)
+{
+	return inbox->insert_triggers || (inbox->has_retention && inbox->update_triggers);
 }
 
 /*
@@ -164,13 +187,12 @@ claim_routed(InboxInfo *inbox, Datum message_id, const Datum *shard_key)
 	int			nvalues;
 	uint64		stored;
 	bool		claimed;
+	TimestampTz now = GetCurrentTimestamp();
 
 	check_shard_given(inbox, shard_key);
 	values[0] = message_id;
 	if (inbox->has_retention)
 	{
-		TimestampTz now = GetCurrentTimestamp();
-
 		registry_check_window_rights(inbox);
 		values[1] = TimestampTzGetDatum(retention_cutoff(inbox, now));
 		values[2] = TimestampTzGetDatum(now);
@@ -197,7 +219,7 @@ claim_routed(InboxInfo *inbox, Datum message_id, const Datum *shard_key)
 	}
 	else
 	{
-		if (inbox->insert_triggers && !claim_routed_exists(inbox, message_id, shard_key))
+		if (claim_routed_may_skip(inbox) && !claim_routed_held(inbox, message_id, shard_key, now))
 			claim_row_suppressed(inbox, message_id);
 		claimed = false;
 	}

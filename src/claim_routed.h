@@ -13,7 +13,9 @@
 
 extern Datum claim_routed_shard_key(FunctionCallInfo fcinfo, int argno, const InboxInfo *inbox);
 extern bool claim_routed(InboxInfo *inbox, Datum message_id, const Datum *shard_key);
-extern bool claim_routed_exists(InboxInfo *inbox, Datum message_id, const Datum *shard_key);
+extern bool claim_routed_held(InboxInfo *inbox, Datum message_id, const Datum *shard_key,
+							  TimestampTz now);
+extern bool claim_routed_may_skip(const InboxInfo *inbox);
 extern void claim_routed_check_shard(InboxInfo *inbox, HeapTuple row, TupleDesc desc,
 									 Datum message_id, Datum shard_key);
 

@@ -69,6 +69,7 @@ typedef enum InboxStatement
 	/* Routed claims (claim_routed.c): one statement each, which Citus can route. */
 	SQL_CLAIM_WINDOW,			/* a claim that renews an expired one in place */
 	SQL_EXISTS,					/* is the id claimed? (after a trigger skipped it) */
+	SQL_HELD,					/* the same, by a claim that has not expired */
 	SQL_PURGE_DISTRIBUTED,		/* purge as one distributed DELETE */
 	/* The same statements for an inbox with a shard key; it is their last $n. */
 	SQL_SHARDED_CLAIM,
@@ -76,6 +77,7 @@ typedef enum InboxStatement
 	SQL_SHARDED_CLAIM_MANY,
 	SQL_SHARDED_CLAIM_MANY_WINDOW,
 	SQL_SHARDED_EXISTS,
+	SQL_SHARDED_HELD,
 	SQL_NUM_STATEMENTS
 } InboxStatement;
 
@@ -128,6 +130,8 @@ typedef struct InboxInfo
 	bool		direct_shape;	/* claims may skip the executor (claim_direct.c) */
 	bool		insert_triggers;	/* BEFORE INSERT row triggers, which may skip or
 									 * change a claim's row */
+	bool		update_triggers;	/* BEFORE UPDATE row triggers, which may skip the
+									 * renewal of an expired claim */
 	bool		has_retention;	/* claims older than retention count as absent */
 	Interval	retention;
 	AttrNumber	columns[INBOX_NUM_COLUMNS];	/* attnums, by InboxColumn */

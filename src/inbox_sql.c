@@ -187,6 +187,13 @@ static const StatementTemplate templates[SQL_NUM_STATEMENTS] = {
 		"SELECT 1 FROM %1$s WHERE message_id OPERATOR(pg_catalog.=) $1",
 		1, {KEY}
 	},
+	/* Not expired: the negation of the window claims' WHERE, with the same $2, $3. */
+	[SQL_HELD] = {
+		"SELECT 1 FROM %1$s WHERE message_id OPERATOR(pg_catalog.=) $1 "
+		"AND NOT (claimed_at OPERATOR(pg_catalog.<) $2 "
+		"AND (lease_until IS NULL OR lease_until OPERATOR(pg_catalog.<=) $3))",
+		3, {KEY, TIMESTAMPTZOID, TIMESTAMPTZOID}, NEEDS_LEASE_COLUMNS
+	},
 
 	/*
 	 * Citus runs a DELETE on a distributed table in every shard at once, but not
@@ -237,6 +244,13 @@ static const StatementTemplate templates[SQL_NUM_STATEMENTS] = {
 		"SELECT 1 FROM %1$s WHERE message_id OPERATOR(pg_catalog.=) $1 "
 		"AND %2$s OPERATOR(pg_catalog.=) $2",
 		2, {KEY, SHARD}
+	},
+	[SQL_SHARDED_HELD] = {
+		"SELECT 1 FROM %1$s WHERE message_id OPERATOR(pg_catalog.=) $1 "
+		"AND %2$s OPERATOR(pg_catalog.=) $4 "
+		"AND NOT (claimed_at OPERATOR(pg_catalog.<) $2 "
+		"AND (lease_until IS NULL OR lease_until OPERATOR(pg_catalog.<=) $3))",
+		4, {KEY, TIMESTAMPTZOID, TIMESTAMPTZOID, SHARD}, NEEDS_LEASE_COLUMNS
 	},
 };
 

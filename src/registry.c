@@ -259,6 +259,7 @@ load_entry(InboxInfo *entry, const RegistryRow *registered, bool quiet)
 	}
 	fresh.direct_shape = inbox_shape_direct_ok(rel, &fresh);
 	fresh.insert_triggers = rel->trigdesc != NULL && rel->trigdesc->trig_insert_before_row;
+	fresh.update_triggers = rel->trigdesc != NULL && rel->trigdesc->trig_update_before_row;
 	fresh.cxt = AllocSetContextCreate(CacheMemoryContext, "idempotent_inbox inbox",
 									  ALLOCSET_SMALL_SIZES);
 	fresh.qualname = MemoryContextStrdup(fresh.cxt,
