@@ -26,6 +26,7 @@ SELECT inbox.claim_sharded('pay_inbox', 'seven', 'm1');
 SELECT inbox.claim_sharded('pay_inbox', gen_random_uuid(), 'm1');
 SELECT inbox.claim_sharded('pay_inbox', NULL::bigint, 'm1');
 SELECT inbox.claim_sharded('pay_inbox', 7, NULL::text);
+-- A cast that would round is refused: 7.5 is not account 8.
 SELECT inbox.claim_sharded('pay_inbox', 7.5, 'm1');
 SELECT inbox.claim_sharded('pay_inbox', 7, repeat('x', 2000));
 
@@ -245,6 +246,9 @@ SELECT call, pg_temp.outcome(call) FROM (VALUES
   ('inbox.claim_sharded(''quoted_inbox'', NULL::int, ''m'')'),
   ('inbox.claim_sharded(''quoted_inbox'', ''x'', ''m'')'),
   ('inbox.claim_sharded(''quoted_inbox'', now(), ''m'')'),
+  ('inbox.claim_sharded(''quoted_inbox'', 2.5::float8, ''m'')'),
+  ('inbox.claim_sharded(''quoted_inbox'', 2.0::float8, ''m'')'),
+  ('inbox.claim_sharded(''quoted_inbox'', 3000000000, ''m'')'),
   ('inbox.claim_sharded(''quoted_inbox'', 1, 1::bigint)'),
   ('inbox.claim_sharded(NULL, 1, ''m'')'),
   ('inbox.claim_sharded(''pay_view'', 1, ''m'')'),

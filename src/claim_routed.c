@@ -32,6 +32,7 @@
 #include "parser/parse_coerce.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
+#include "utils/typcache.h"
 
 #include "inbox.h"
 #include "claim_routed.h"
@@ -41,6 +42,38 @@
 #include "registry.h"
 #include "retention.h"
 #include "stats.h"
+
+/*
+ * An assignment cast may round (7.5 to a bigint 8) or cut (a timestamp to a
+ * date): the claim would then be made for another shard key value, and a fresh
+ * message answered duplicate.  So the value is cast back and must come back
+ * equal, where the given type has a cast back and an equality.
+ */
+static void
+check_cast_exact(const InboxInfo *inbox, Oid argtype, Datum given, const Const *cast)
+{
+	TypeCacheEntry *typentry = lookup_type_cache(argtype, TYPECACHE_EQ_OPR_FINFO);
+	Node	   *back;
+	Const	   *returned;
+
+	if (!OidIsValid(typentry->eq_opr_finfo.fn_oid))
+		return;
+	back = coerce_to_target_type(NULL, (Node *) copyObject(cast), inbox->shard_type, argtype,
+								 -1, COERCION_EXPLICIT, COERCE_IMPLICIT_CAST, -1);
+	if (back == NULL)
+		return;
+	returned = (Const *) evaluate_expr((Expr *) back, argtype, -1, typentry->typcollation);
+	if (returned->constisnull ||
+		!DatumGetBool(FunctionCall2Coll(&typentry->eq_opr_finfo, typentry->typcollation,
+										returned->constvalue, given)))
+		ereport(ERROR,
+				(errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
+				 errmsg("shard key value does not fit type %s exactly",
+						format_type_be(inbox->shard_type)),
+				 errdetail("The %s given would be claimed as another value of inbox \"%s\"'s shard key.",
+						   format_type_be(argtype), get_rel_name(inbox->relid)),
+				 errhint("Pass a value of type %s.", format_type_be(inbox->shard_type))));
+}
 
 /*
  * The shard key value given as argument argno, as a value of the shard key's
@@ -101,6 +134,7 @@ claim_routed_shard_key(FunctionCallInfo fcinfo, int argno, const InboxInfo *inbo
 		ereport(ERROR,
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 				 errmsg("shard key must not be null")));
+	check_cast_exact(inbox, argtype, value, result);
 	return result->constvalue;
 }
 
