@@ -293,7 +293,6 @@ inbox_claim(PG_FUNCTION_ARGS)
 	Datum		id;
 	bytea	   *fingerprint;
 
-	registry_check_shard_form(fcinfo, inbox, false);
 	id = message_id_from_arg(fcinfo, 1, sig->keytype, inbox);
 	fingerprint = fingerprint_arg(fcinfo, 2);
 
@@ -647,7 +646,7 @@ claim_many_common(FunctionCallInfo fcinfo, bool sharded)
 		shard_key = claim_routed_shard_key(fcinfo, 1, inbox);
 	batch = batch_argument(fcinfo, sig, inbox, &given, &keys, &nids);
 	fresh = fresh_ids_set(nids);
-	now = GetCurrentTimestamp();
+	now = inbox->has_retention ? GetCurrentTimestamp() : 0;	/* judges expiry only */
 	claim_many_insert(inbox, batch, nids, fresh, sharded ? &shard_key : NULL, now);
 	claim_many_report(rsinfo, sig, inbox, given, keys, nids, fresh, sharded ? &shard_key : NULL,
 					  now);

@@ -193,9 +193,12 @@ claim_apply_common(FunctionCallInfo fcinfo, bool sharded)
 	StatementPlan *statement;
 	bool		claimed;
 
-	registry_check_shard_form(fcinfo, inbox, sharded);
+	/* (message_id_from_arg checks the plain form.) */
 	if (sharded)
+	{
+		registry_check_shard_form(fcinfo, inbox, true);
 		shard_key = claim_routed_shard_key(fcinfo, 1, inbox);
+	}
 	id = message_id_from_arg(fcinfo, sig->keyargno, sig->keytype, inbox);
 	source = statement_source(fcinfo, sig);
 	statement_args(&args, fcinfo, sig);

@@ -221,7 +221,7 @@ claim_routed(InboxInfo *inbox, Datum message_id, const Datum *shard_key)
 	int			nvalues;
 	uint64		stored;
 	bool		claimed;
-	TimestampTz now = GetCurrentTimestamp();
+	TimestampTz now = inbox->has_retention ? GetCurrentTimestamp() : 0;	/* judges expiry only */
 
 	check_shard_given(inbox, shard_key);
 	values[0] = message_id;

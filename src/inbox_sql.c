@@ -71,7 +71,22 @@ typedef struct StatementTemplate
  * A lease row is (token, lease_until, holder_pid, holder_started); a plain claim
  * leaves them NULL.  An "expired" claim is one older than the retention whose
  * lease, if any, is over: $n cutoff and $n+1 now in the guards below.
+ *
+ * The one-statement window claims (claim_many's and the routed ones) renew an
+ * expired claim in place and leave a live one alone, always with $2 the cutoff,
+ * $3 now and $4 the claim's time (now(), passed in: Citus refuses a function in
+ * DO UPDATE SET); the statements that ask whether a claim holds an id after a
+ * trigger skipped one use the same guard, negated.
  */
+#define EXPIRED \
+	"(claimed_at OPERATOR(pg_catalog.<) $2 " \
+	"AND (lease_until IS NULL OR lease_until OPERATOR(pg_catalog.<=) $3))"
+#define RENEW_EXPIRED \
+	"DO UPDATE SET claimed_at = $4, " \
+	"fingerprint = NULL, result = NULL, token = NULL, lease_until = NULL, " \
+	"holder_pid = NULL, holder_started = NULL " \
+	"WHERE i.claimed_at OPERATOR(pg_catalog.<) $2 " \
+	"AND (i.lease_until IS NULL OR i.lease_until OPERATOR(pg_catalog.<=) $3) "
 static const StatementTemplate templates[SQL_NUM_STATEMENTS] = {
 	[SQL_CLAIM] = {
 		"INSERT INTO %1$s (message_id) VALUES ($1) ON CONFLICT (message_id) DO NOTHING "
@@ -85,18 +100,11 @@ static const StatementTemplate templates[SQL_NUM_STATEMENTS] = {
 		"ON CONFLICT (message_id) DO NOTHING RETURNING message_id",
 		1, {KEYS}, false, RETURNED_BY_CTE
 	},
-	/*
-	 * Expired claims in the batch are claimed afresh; DISTINCT as a row is updated
-	 * once.  $4 is now(): Citus refuses a function in DO UPDATE SET.
-	 */
+	/* Expired claims in the batch are claimed afresh; DISTINCT as a row is updated once. */
 	[SQL_CLAIM_MANY_WINDOW] = {
 		"INSERT INTO %1$s AS i (message_id) "
 		"SELECT DISTINCT u.id FROM pg_catalog.unnest($1) AS u(id) ORDER BY 1 "
-		"ON CONFLICT (message_id) DO UPDATE SET claimed_at = $4, "
-		"fingerprint = NULL, result = NULL, token = NULL, lease_until = NULL, "
-		"holder_pid = NULL, holder_started = NULL "
-		"WHERE i.claimed_at OPERATOR(pg_catalog.<) $2 "
-		"AND (i.lease_until IS NULL OR i.lease_until OPERATOR(pg_catalog.<=) $3) "
+		"ON CONFLICT (message_id) " RENEW_EXPIRED
 		"RETURNING message_id",
 		4, {KEYS, TIMESTAMPTZOID, TIMESTAMPTZOID, TIMESTAMPTZOID}, NEEDS_LEASE_COLUMNS, RETURNED_BY_CTE
 	},
@@ -169,17 +177,10 @@ static const StatementTemplate templates[SQL_NUM_STATEMENTS] = {
 		0, {0}
 	},
 
-	/*
-	 * An expired claim is renewed by the claim itself; a live one is a conflict.
-	 * $4 is now(), as for SQL_CLAIM_MANY_WINDOW.
-	 */
+	/* An expired claim is renewed by the claim itself; a live one is a conflict. */
 	[SQL_CLAIM_WINDOW] = {
 		"INSERT INTO %1$s AS i (message_id) VALUES ($1) "
-		"ON CONFLICT (message_id) DO UPDATE SET claimed_at = $4, "
-		"fingerprint = NULL, result = NULL, token = NULL, lease_until = NULL, "
-		"holder_pid = NULL, holder_started = NULL "
-		"WHERE i.claimed_at OPERATOR(pg_catalog.<) $2 "
-		"AND (i.lease_until IS NULL OR i.lease_until OPERATOR(pg_catalog.<=) $3) "
+		"ON CONFLICT (message_id) " RENEW_EXPIRED
 		"RETURNING message_id",
 		4, {KEY, TIMESTAMPTZOID, TIMESTAMPTZOID, TIMESTAMPTZOID}, NEEDS_LEASE_COLUMNS
 	},
@@ -187,11 +188,9 @@ static const StatementTemplate templates[SQL_NUM_STATEMENTS] = {
 		"SELECT 1 FROM %1$s WHERE message_id OPERATOR(pg_catalog.=) $1",
 		1, {KEY}
 	},
-	/* Not expired: the negation of the window claims' WHERE, with the same $2, $3. */
 	[SQL_HELD] = {
 		"SELECT 1 FROM %1$s WHERE message_id OPERATOR(pg_catalog.=) $1 "
-		"AND NOT (claimed_at OPERATOR(pg_catalog.<) $2 "
-		"AND (lease_until IS NULL OR lease_until OPERATOR(pg_catalog.<=) $3))",
+		"AND NOT " EXPIRED,
 		3, {KEY, TIMESTAMPTZOID, TIMESTAMPTZOID}, NEEDS_LEASE_COLUMNS
 	},
 
@@ -214,11 +213,7 @@ static const StatementTemplate templates[SQL_NUM_STATEMENTS] = {
 	},
 	[SQL_SHARDED_CLAIM_WINDOW] = {
 		"INSERT INTO %1$s AS i (%2$s, message_id) VALUES ($5, $1) "
-		"ON CONFLICT (%2$s, message_id) DO UPDATE SET claimed_at = $4, "
-		"fingerprint = NULL, result = NULL, token = NULL, lease_until = NULL, "
-		"holder_pid = NULL, holder_started = NULL "
-		"WHERE i.claimed_at OPERATOR(pg_catalog.<) $2 "
-		"AND (i.lease_until IS NULL OR i.lease_until OPERATOR(pg_catalog.<=) $3) "
+		"ON CONFLICT (%2$s, message_id) " RENEW_EXPIRED
 		"RETURNING message_id, %2$s",
 		5, {KEY, TIMESTAMPTZOID, TIMESTAMPTZOID, TIMESTAMPTZOID, SHARD}, NEEDS_LEASE_COLUMNS
 	},
@@ -231,11 +226,7 @@ static const StatementTemplate templates[SQL_NUM_STATEMENTS] = {
 	[SQL_SHARDED_CLAIM_MANY_WINDOW] = {
 		"INSERT INTO %1$s AS i (%2$s, message_id) "
 		"SELECT DISTINCT $5, u.id FROM pg_catalog.unnest($1) AS u(id) ORDER BY 2 "
-		"ON CONFLICT (%2$s, message_id) DO UPDATE SET claimed_at = $4, "
-		"fingerprint = NULL, result = NULL, token = NULL, lease_until = NULL, "
-		"holder_pid = NULL, holder_started = NULL "
-		"WHERE i.claimed_at OPERATOR(pg_catalog.<) $2 "
-		"AND (i.lease_until IS NULL OR i.lease_until OPERATOR(pg_catalog.<=) $3) "
+		"ON CONFLICT (%2$s, message_id) " RENEW_EXPIRED
 		"RETURNING message_id, %2$s",
 		5, {KEYS, TIMESTAMPTZOID, TIMESTAMPTZOID, TIMESTAMPTZOID, SHARD}, NEEDS_LEASE_COLUMNS,
 		RETURNED_BY_CTE
@@ -248,8 +239,7 @@ static const StatementTemplate templates[SQL_NUM_STATEMENTS] = {
 	[SQL_SHARDED_HELD] = {
 		"SELECT 1 FROM %1$s WHERE message_id OPERATOR(pg_catalog.=) $1 "
 		"AND %2$s OPERATOR(pg_catalog.=) $4 "
-		"AND NOT (claimed_at OPERATOR(pg_catalog.<) $2 "
-		"AND (lease_until IS NULL OR lease_until OPERATOR(pg_catalog.<=) $3))",
+		"AND NOT " EXPIRED,
 		4, {KEY, TIMESTAMPTZOID, TIMESTAMPTZOID, SHARD}, NEEDS_LEASE_COLUMNS
 	},
 };

@@ -504,11 +504,13 @@ registry_check_stored_reads(FunctionCallInfo fcinfo, const InboxInfo *inbox)
 void
 registry_check_shard_form(FunctionCallInfo fcinfo, const InboxInfo *inbox, bool sharded_call)
 {
-	const char *name = get_func_name(fcinfo->flinfo->fn_oid);
 	bool		sharded = inbox->shard_attnum != InvalidAttrNumber;
+	const char *name;
 
+	/* On every claim: only a mismatch looks the function's name up. */
 	if (sharded == sharded_call)
 		return;
+	name = get_func_name(fcinfo->flinfo->fn_oid);
 	if (sharded && strcmp(name, "claim") != 0 && strcmp(name, "claim_apply") != 0 &&
 		strcmp(name, "claim_many") != 0)
 		ereport(ERROR,
