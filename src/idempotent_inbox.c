@@ -17,6 +17,7 @@
 #include "shape_cache.h"
 #include "statement_cache.h"
 #include "stats.h"
+#include "untyped_params.h"
 
 PG_MODULE_MAGIC;
 
@@ -31,6 +32,7 @@ _PG_init(void)
 	row_values_init();
 	shape_cache_init();
 	adaptive_init();
+	untyped_params_init();
 
 	/* Shared memory and the background worker exist only when preloaded. */
 	stats_init();

@@ -259,10 +259,12 @@ statement_error_callback(void *arg)
 
 /*
  * Parse the statement once with variable parameters to learn the types of the
- * inferred arguments, and check the arguments against the $n it uses.
+ * inferred arguments, and check the arguments against the $n it uses.  Also
+ * asked at parse time of a call, for the types of untyped driver parameters
+ * (untyped_params.c).
  */
-static Oid *
-infer_param_types(const char *source, int nargs, const Oid *argtypes)
+Oid *
+statement_cache_param_types(const char *source, int nargs, const Oid *argtypes)
 {
 	List	   *raw;
 	int			nparams = nargs;
@@ -319,7 +321,7 @@ infer_param_types(const char *source, int nargs, const Oid *argtypes)
 static void
 statement_build(StatementPlan *entry, const char *source, int nargs, const Oid *argtypes)
 {
-	Oid		   *types = infer_param_types(source, nargs, argtypes);
+	Oid		   *types = statement_cache_param_types(source, nargs, argtypes);
 	MemoryContext oldcxt;
 
 	entry->plan = NULL;

@@ -9,6 +9,7 @@
 
 typedef struct StatementPlan StatementPlan;
 extern void statement_cache_init(void);
+extern Oid *statement_cache_param_types(const char *source, int nargs, const Oid *argtypes);
 extern StatementPlan *statement_cache_get(const char *source, int nargs, const Oid *argtypes);
 extern void statement_cache_convert_args(StatementPlan *entry, Datum *values, const char *nulls);
 extern void statement_cache_execute(StatementPlan *entry, Datum *values, const char *nulls);
