@@ -207,8 +207,10 @@ decide_call(Decisions *d, FuncExpr *call)
 	foreach(lc, call->args)
 	{
 		Node	   *arg = lfirst(lc);
+		/* (An explicit VARIADIC array is an array, whatever "any" says.) */
 		bool		is_any = (i >= first_value) ||
-			(i < proc->pronargs && proc->proargtypes.values[i] == ANYOID);
+			(i < proc->pronargs && proc->proargtypes.values[i] == ANYOID &&
+			 !(call->funcvariadic && i == proc->pronargs - 1));
 		Oid			type = InvalidOid;
 
 		if (!is_any || !is_unknown_param(arg))
