@@ -151,4 +151,12 @@ compat_table_ownercheck(Oid relid, Oid roleid)
 					   (tmfd), (lockmode), (update_indexes))
 #endif
 
+/* PostgreSQL 19 passes the post-parse-analysis hook a const JumbleState. */
+#include "parser/analyze.h"
+#if PG_VERSION_NUM >= 190000
+typedef const JumbleState CompatJumbleState;
+#else
+typedef JumbleState CompatJumbleState;
+#endif
+
 #endif							/* INBOX_COMPAT_H */

@@ -45,6 +45,7 @@
 #include "utils/lsyscache.h"
 #include "utils/syscache.h"
 
+#include "compat.h"
 #include "inbox.h"
 #include "statement_cache.h"
 #include "untyped_params.h"
@@ -68,7 +69,7 @@ typedef struct Decisions
 	bool		any;
 } Decisions;
 
-static void untyped_params_hook(ParseState *pstate, Query *query, JumbleState *jstate);
+static void untyped_params_hook(ParseState *pstate, Query *query, CompatJumbleState *jstate);
 
 void
 untyped_params_init(void)
@@ -314,7 +315,7 @@ query_to_walk(Query *query)
 }
 
 static void
-untyped_params_hook(ParseState *pstate, Query *query, JumbleState *jstate)
+untyped_params_hook(ParseState *pstate, Query *query, CompatJumbleState *jstate)
 {
 	InferredParams *state;
 	Decisions	d;
