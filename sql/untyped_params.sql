@@ -77,8 +77,11 @@ PREPARE u_broken AS SELECT inbox.claim_apply('untyped_inbox', $1,
 PREPARE u_unused AS SELECT inbox.claim_apply('untyped_inbox', $1, 'SELECT $1', 1, $2);
 -- Nothing else is touched: "any" arguments of other functions stay untyped.
 PREPARE u_other AS SELECT format('%s', $1);
--- An explicit VARIADIC array of unknown type is the parser's business.
+-- An explicit VARIADIC array of unknown type is the parser's business.  (Terse: from
+-- PostgreSQL 19 the parser's hint is split into a detail and a hint.)
+\set VERBOSITY terse
 PREPARE u_variadic AS SELECT inbox.claim_apply('untyped_inbox', 'k', 'SELECT $1', VARIADIC $1);
+\set VERBOSITY default
 SELECT * FROM untyped_params WHERE name IN ('u_broken', 'u_unused', 'u_other', 'u_variadic');
 
 DEALLOCATE ALL;
