@@ -243,5 +243,6 @@ run_suites_in_chroot() {
     in_chroot "$root" env INBOX_PG_MAJOR="$major" INBOX_PGTAP_PACKAGE="$pgtap_package" \
         INBOX_CITUS_SKIP="the Citus suite runs on the host's PostgreSQL $HOST_MAJOR only" \
         INBOX_UPGRADE_OLD_INSTALL="$OLD_INSTALL_PATH" ${INBOX_TEST_PORT:+INBOX_TEST_PORT=$INBOX_TEST_PORT} \
+        ${INBOX_SUITES:+"INBOX_SUITES=$INBOX_SUITES"} \
         bash "$CHROOT_REPO/test/harness/suites"
 }
