@@ -118,3 +118,8 @@ COMMENT ON FUNCTION inbox.claim_many_sharded(pg_catalog.regclass, "any", pg_cata
     'claim a batch of one shard key value; returns the fresh ids in input order, each once';
 COMMENT ON FUNCTION inbox.claim_many_sharded(pg_catalog.regclass, "any", pg_catalog.int8[]) IS
     'claim a batch of one shard key value; returns the fresh ids in input order, each once';
+
+-- 0.2 said only create_inbox and drop_inbox write the registry; set_retention, the drop
+-- event trigger and create_sharded_inbox write it too.
+COMMENT ON TABLE inbox.registry IS
+    'one row per inbox table; written only by the extension''s functions and its drop event trigger';

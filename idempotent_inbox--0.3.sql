@@ -68,7 +68,7 @@ CREATE TABLE inbox.registry (
     shard_key   pg_catalog.name
 );
 COMMENT ON TABLE inbox.registry IS
-    'one row per inbox table; written only by create_inbox and drop_inbox';
+    'one row per inbox table; written only by the extension''s functions and its drop event trigger';
 SELECT pg_catalog.pg_extension_config_dump('inbox.registry', '');
 
 -- Everyone may see which tables are inboxes; only the functions below change it.
@@ -125,7 +125,8 @@ COMMENT ON FUNCTION inbox.purge(pg_catalog.regclass, pg_catalog.int4) IS
  * its window and purging it decide how long duplicates are caught, which is the
  * operator's call, not every consumer's.  So they are not granted to PUBLIC; grant
  * them to the role that administers the consumers.  (Each also runs with the
- * caller's rights on the table: DROP needs ownership, purge needs DELETE.)
+ * caller's rights on the table: DROP needs ownership; purge needs SELECT, UPDATE and
+ * DELETE.)
  */
 REVOKE ALL ON FUNCTION inbox.drop_inbox(pg_catalog.regclass) FROM PUBLIC;
 REVOKE ALL ON FUNCTION inbox.set_retention(pg_catalog.regclass, pg_catalog.interval) FROM PUBLIC;
