@@ -18,6 +18,7 @@
 #   make bench-citus  its Citus section: a coordinator and two workers
 #   make fuzz      the long fuzz run (test/fuzz/README.md)
 #   make valgrind  regress and isolation under valgrind
+#   make deb       the Debian packages (debian/, pg_buildext), built in build/deb
 #
 # On a fresh machine pg_config does not exist yet: $(shell) then prints
 # "make: pg_config: No such file or directory", PGXS is empty and `include` of an empty
@@ -63,7 +64,7 @@ include $(PGXS)
 $(OBJS): $(wildcard src/*.h)
 
 # The harness: scripts that need no PGXS variable, so that they run before pg_config exists.
-.PHONY: demo test test-versions bench bench-citus fuzz valgrind
+.PHONY: demo test test-versions bench bench-citus fuzz valgrind deb
 
 demo:
 	@bash test/harness/demo
@@ -85,3 +86,6 @@ fuzz:
 
 valgrind:
 	@bash test/harness/valgrind
+
+deb:
+	@bash test/harness/deb

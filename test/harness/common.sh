@@ -143,9 +143,10 @@ make_copy() {
     SRC=$TMP_ROOT/src
     mkdir "$SRC"
     # Stale build products or old diffs from the checkout would be mistaken for ours;
-    # node_modules is rebuilt from the lockfile by the drivers suite.
+    # node_modules is rebuilt from the lockfile by the drivers suite; build/ holds make
+    # deb's packages and their build tree.
     tar -C "$REPO_ROOT" -cf - \
-        --exclude=.git --exclude='*.o' --exclude='*.so' --exclude='*.bc' \
+        --exclude=.git --exclude=./build --exclude='*.o' --exclude='*.so' --exclude='*.bc' \
         --exclude=./results --exclude=./tmp_check --exclude=./output_iso --exclude=node_modules \
         --exclude='./regression.*' . | tar -C "$SRC" -xf -
 }
