@@ -140,9 +140,12 @@ ensure_packages() {
     fi
 }
 
-# Whether apt has a version of package $1 to install (after apt-get update).
+# Whether apt has a version of package $1 to install (after apt-get update).  Not
+# a pipe into grep -q: under pipefail, apt-cache killed by SIGPIPE would say no.
 package_available() {
-    apt-cache policy "$1" 2>/dev/null | grep -q '^ *Candidate: [^(]'
+    local policy
+    policy=$(apt-cache policy "$1" 2>/dev/null) || return 1
+    [[ $policy =~ Candidate:\ [^\(] ]]
 }
 
 # ensure_packages for the packages named, and those only.  (`PACKAGES=(a b)
