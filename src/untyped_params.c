@@ -46,10 +46,10 @@
 #include "catalog/pg_language.h"
 #include "catalog/pg_proc.h"
 #include "catalog/pg_type.h"
+#include "mb/pg_wchar.h"
 #include "nodes/nodeFuncs.h"
 #include "parser/analyze.h"
 #include "parser/parse_param.h"
-#include "mb/pg_wchar.h"
 #include "tcop/tcopprot.h"
 #include "utils/builtins.h"
 #include "utils/formatting.h"
@@ -76,9 +76,9 @@ static emit_log_hook_type prev_emit_log_hook = NULL;
 /* PostgreSQL's message for a parameter typed in one place and unknown in another. */
 #define UNDETERMINED_PARAM_MESSAGE "could not determine data type of parameter $%d"
 
-/* Our functions with "any" arguments, longest first where one name contains another. */
+/* Our functions with "any" arguments. */
 static const char *const any_functions[] = {
-	"claim_apply_sharded", "claim_many_sharded", "claim_sharded", "claim_apply"
+	"claim_apply", "claim_apply_sharded", "claim_many_sharded", "claim_sharded"
 };
 
 /* The types decided for one query's parameters, InvalidOid where none was. */
@@ -385,6 +385,7 @@ reused_param_hint(ErrorData *edata)
 	const char *p;
 	char	   *lowered;
 	const char *function = NULL;
+	const char *found_at = NULL;
 	int			paramno = 0;
 
 	if (prev_emit_log_hook)
@@ -403,10 +404,17 @@ reused_param_hint(ErrorData *edata)
 		return;
 	paramno = atoi(p + 1);
 
-	lowered = asc_tolower(query, strlen(query));
-	for (int i = 0; i < (int) lengthof(any_functions) && function == NULL; i++)
-		if (strstr(lowered, any_functions[i]) != NULL)
-			function = any_functions[i];
+	/* The call the parameter is an argument of: the nearest of our names before it. */
+	lowered = asc_tolower(query, p - query);
+	for (const char *at = lowered; *at != '\0'; at++)
+		for (int i = 0; i < (int) lengthof(any_functions); i++)
+			if (strncmp(at, any_functions[i], strlen(any_functions[i])) == 0 &&
+				(function == NULL || strlen(any_functions[i]) > strlen(function) ||
+				 at > found_at))
+			{
+				function = any_functions[i];
+				found_at = at;
+			}
 	pfree(lowered);
 	if (function == NULL)
 		return;
