@@ -23,10 +23,17 @@ PREPARE u_const AS SELECT inbox.claim_apply('untyped_inbox', $1,
 -- is text, converted when the call runs, like a literal.
 PREPARE u_param AS SELECT inbox.claim_apply('untyped_inbox', $1, $2, $3::int, $4);
 -- One case stays PostgreSQL's: a parameter that fills the message id and a value
--- gets the id's type in one place only, and PostgreSQL rejects it before the
--- extension sees the query.  Cast it ($1::text) or pass it twice.
+-- gets the id's type in one place only, and PostgreSQL rejects it (42P08) before
+-- the extension sees the query.  The error's hint names the parameter and the
+-- cast that fixes it ($1::text); passing the value twice works as well.
 PREPARE u_twice AS SELECT inbox.claim_apply('untyped_inbox', $1,
     'SELECT $1::text || $2', $1, 7);
+\echo :SQLSTATE
+PREPARE u_twice_sharded AS SELECT inbox.claim_sharded('untyped_inbox', $1, $1);
+\echo :SQLSTATE
+-- Other functions' errors of the same kind get no hint.
+PREPARE u_twice_other AS SELECT format('%s', $1), $1::text;
+\echo :SQLSTATE
 PREPARE u_twice AS SELECT inbox.claim_apply('untyped_inbox', $1,
     'SELECT $1::text || $2', $1::text, 7);
 -- Calls inside subqueries and CTEs are typed too.

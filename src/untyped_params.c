@@ -27,6 +27,14 @@
  * check that the state is laid out as we read it; if not, the hook is not
  * installed and calls fail as they would without the extension.
  *
+ * One case stays PostgreSQL's: a parameter that fills an argument of known type
+ * (the message id, say) and also an "any" one is typed by the first and left
+ * unknown in the second, and PostgreSQL rejects the query (42P08, "could not
+ * determine data type of parameter $n") before any hook of parse analysis runs.
+ * All the extension can do there is say how to fix the call: an emit_log_hook
+ * adds a hint naming the parameter and its cast.  (It runs only for errors that
+ * reach the server log, as all do unless log_min_messages is above ERROR.)
+ *
  * The hook exists from the moment the library is loaded: in every session when
  * it is preloaded (shared_preload_libraries, or session_preload_libraries, which
  * ALTER DATABASE can set without a restart), else only after a call of one of
@@ -38,10 +46,13 @@
 #include "catalog/pg_language.h"
 #include "catalog/pg_proc.h"
 #include "catalog/pg_type.h"
+#include "mb/pg_wchar.h"
 #include "nodes/nodeFuncs.h"
 #include "parser/analyze.h"
 #include "parser/parse_param.h"
+#include "tcop/tcopprot.h"
 #include "utils/builtins.h"
+#include "utils/formatting.h"
 #include "utils/lsyscache.h"
 #include "utils/syscache.h"
 
@@ -60,6 +71,15 @@ typedef struct InferredParams
 static ParseParamRefHook core_paramref_hook = NULL;
 static CoerceParamHook core_coerce_param_hook = NULL;
 static post_parse_analyze_hook_type prev_post_parse_analyze_hook = NULL;
+static emit_log_hook_type prev_emit_log_hook = NULL;
+
+/* PostgreSQL's message for a parameter typed in one place and unknown in another. */
+#define UNDETERMINED_PARAM_MESSAGE "could not determine data type of parameter $%d"
+
+/* Our functions with "any" arguments. */
+static const char *const any_functions[] = {
+	"claim_apply", "claim_apply_sharded", "claim_many_sharded", "claim_sharded"
+};
 
 /* The types decided for one query's parameters, InvalidOid where none was. */
 typedef struct Decisions
@@ -70,6 +90,7 @@ typedef struct Decisions
 } Decisions;
 
 static void untyped_params_hook(ParseState *pstate, Query *query, CompatJumbleState *jstate);
+static void reused_param_hint(ErrorData *edata);
 
 void
 untyped_params_init(void)
@@ -88,6 +109,8 @@ untyped_params_init(void)
 		core_coerce_param_hook = pstate->p_coerce_param_hook;
 		prev_post_parse_analyze_hook = post_parse_analyze_hook;
 		post_parse_analyze_hook = untyped_params_hook;
+		prev_emit_log_hook = emit_log_hook;
+		emit_log_hook = reused_param_hint;
 	}
 	else
 		elog(LOG, "idempotent_inbox: untyped parameters are not typed: this server's parameter inference is not the one the extension was built for");
@@ -346,4 +369,58 @@ untyped_params_hook(ParseState *pstate, Query *query, CompatJumbleState *jstate)
 		if (OidIsValid(d.types[i]) && (*state->paramTypes)[i] == UNKNOWNOID)
 			(*state->paramTypes)[i] = d.types[i];
 	pfree(d.types);
+}
+
+/*
+ * The hint for a parameter used both where its type is known and as a value in
+ * one of our "any" arguments.  The error's cursor is at the occurrence that was
+ * left unknown, a character position in the query being analyzed; text is the
+ * cast that always fixes it, since the functions convert a text value the way
+ * they convert a literal.
+ */
+static void
+reused_param_hint(ErrorData *edata)
+{
+	const char *query = debug_query_string;
+	const char *p;
+	char	   *lowered;
+	const char *function = NULL;
+	const char *found_at = NULL;
+	int			paramno = 0;
+
+	if (prev_emit_log_hook)
+		prev_emit_log_hook(edata);
+
+	if (edata->elevel != ERROR || edata->sqlerrcode != ERRCODE_AMBIGUOUS_PARAMETER ||
+		edata->hint != NULL || edata->internalquery != NULL || edata->cursorpos <= 0 ||
+		edata->message_id == NULL || strcmp(edata->message_id, UNDETERMINED_PARAM_MESSAGE) != 0 ||
+		query == NULL)
+		return;
+
+	p = query;
+	for (int i = 1; i < edata->cursorpos && *p != '\0'; i++)
+		p += pg_mblen(p);
+	if (*p != '$' || !isdigit((unsigned char) p[1]))
+		return;
+	paramno = atoi(p + 1);
+
+	/* The call the parameter is an argument of: the nearest of our names before it. */
+	lowered = asc_tolower(query, p - query);
+	for (const char *at = lowered; *at != '\0'; at++)
+		for (int i = 0; i < (int) lengthof(any_functions); i++)
+			if (strncmp(at, any_functions[i], strlen(any_functions[i])) == 0 &&
+				(function == NULL || strlen(any_functions[i]) > strlen(function) ||
+				 at > found_at))
+			{
+				function = any_functions[i];
+				found_at = at;
+			}
+	pfree(lowered);
+	if (function == NULL)
+		return;
+
+	edata->hint = psprintf("Parameter $%d is also used where its type is known, so inbox.%s "
+						   "cannot type it here.  Cast it here, as in $%d::text, or pass the "
+						   "value again as a separate parameter.",
+						   paramno, function, paramno);
 }

@@ -1,13 +1,17 @@
 #!/usr/bin/env python3
 """claim_apply, claim_many and try_claim called through psycopg 3 the way an
 application calls them: default server-side binding, where a Python str is sent
-untyped and int, Decimal, UUID and Jsonb are sent typed.  Prints TAP for prove,
-one line per assertion.  Connects with the PG* environment variables; needs a
-database where idempotent_inbox is installed.
+untyped and int, Decimal, datetime, UUID and Jsonb are sent typed.  A str beside
+typed values reaches claim_apply's "any" arguments untyped; the extension's
+parse-analysis hook types it, in every session's first query too, because the
+harness's database preloads the library (session_preload_libraries).  Prints TAP
+for prove, one line per assertion.  Connects with the PG* environment variables;
+needs a database where idempotent_inbox is installed.
 """
 import os
 import sys
 import uuid
+from datetime import datetime, timezone
 from decimal import Decimal
 
 from psycopg import errors
@@ -19,7 +23,7 @@ from inbox_tap import connect, died, done, eq, ok  # noqa: E402
 
 CREDIT = "UPDATE py_accounts SET balance = balance + $2 WHERE id = $1"
 APPLY5 = "SELECT inbox.claim_apply(%s, %s, %s, %s, %s)"
-# The documented way to mix a Python str with typed values: type the str too.
+# Casting the str still works, as it did before the hook.
 APPLY5_TEXT = "SELECT inbox.claim_apply(%s, %s, %s, %s::text, %s)"
 
 
@@ -49,9 +53,10 @@ def setup(conn):
     conn.execute("SELECT inbox.create_inbox('py_uuid', 'uuid')")
     conn.execute("SELECT inbox.create_inbox('py_big', 'bigint')")
     conn.execute("""CREATE TABLE py_accounts (id text PRIMARY KEY,
-                        balance numeric(12,2) NOT NULL DEFAULT 0, note jsonb, ref uuid)""")
+                        balance numeric(12,2) NOT NULL DEFAULT 0, note jsonb, ref uuid,
+                        seen_at timestamptz)""")
     conn.execute("""INSERT INTO py_accounts (id) VALUES ('alice'), ('bob'), ('carol'),
-                        ('dave'), ('erin'), ('frank'), ('grace')""")
+                        ('dave'), ('erin'), ('frank'), ('grace'), ('heidi'), ('ivan')""")
 
 
 def scenario_strings(conn):
@@ -72,8 +77,8 @@ def scenario_ints(conn):
 
 def scenario_str_cast_with_int(conn):
     eq(one(conn, APPLY5_TEXT, ("py_text", "c-1", CREDIT, "bob", 5)), "applied",
-       "%s::text mixed with int: applied")
-    eq(balance(conn, "bob"), Decimal("17.00"), "%s::text mixed with int: values bound")
+       "%s::text beside int: applied")
+    eq(balance(conn, "bob"), Decimal("17.00"), "%s::text beside int: values bound")
 
 
 def scenario_uuid(conn):
@@ -89,15 +94,15 @@ def scenario_uuid(conn):
 
 def scenario_decimal(conn):
     for i in range(3):
-        one(conn, APPLY5_TEXT, ("py_text", f"d-{i}", CREDIT, "carol", Decimal("0.10")))
+        one(conn, APPLY5, ("py_text", f"d-{i}", CREDIT, "carol", Decimal("0.10")))
     eq(balance(conn, "carol"), Decimal("0.30"), "Decimal arguments: exact numeric arithmetic")
 
 
 def scenario_jsonb_and_none(conn):
     note = {"tags": ["a", "b"], "n": 1, "nested": {"quote": "it's \"x\""}}
     stmt = "UPDATE py_accounts SET note = $2 WHERE id = $1"
-    eq(one(conn, APPLY5_TEXT, ("py_text", "j-1", stmt, "dave", Jsonb(note))), "applied",
-       "Jsonb argument: applied")
+    eq(one(conn, APPLY5, ("py_text", "j-1", stmt, "dave", Jsonb(note))), "applied",
+       "Jsonb argument beside str: applied")
     eq(one(conn, "SELECT note FROM py_accounts WHERE id = 'dave'"), note,
        "Jsonb argument: stored intact")
     # None is sent untyped, like a str: fine beside strings.
@@ -125,17 +130,44 @@ def scenario_server_prepared(conn):
     ok(prepared >= 2, "psycopg really prepared both queries on the server", f"{prepared} prepared")
 
 
-def scenario_mixed_types_refused(conn):
-    # The documented limitation: an untyped str beside a typed int cannot reach a
-    # VARIADIC "any" function, and the server says so before the call.
-    raises(errors.IndeterminateDatatype,
-           lambda: conn.execute(APPLY5, ("py_text", "x-1", CREDIT, "grace", 5)),
-           "str mixed with int: IndeterminateDatatype")
-    raises(errors.IndeterminateDatatype,
-           lambda: conn.execute(APPLY5, ("py_text", "x-1", CREDIT, "grace", Decimal("5"))),
-           "str mixed with Decimal: IndeterminateDatatype")
-    eq(one(conn, "SELECT inbox.try_claim('py_text', 'x-1')"), "claimed",
-       "str mixed with int: refused before anything was claimed")
+def scenario_mixed_types(conn):
+    # Each call is the first query of its own connection: the untyped str is typed
+    # by the hook that session_preload_libraries loaded, not by an earlier call.
+    def first_call(args):
+        with connect() as fresh:
+            return one(fresh, APPLY5, args)
+    eq(first_call(("py_text", "x-1", CREDIT, "heidi", 7)), "applied",
+       "str beside int, first query of a session: applied")
+    eq(first_call(("py_text", "x-1", CREDIT, "heidi", 7)), "duplicate",
+       "str beside int: redelivery is a duplicate")
+    eq(first_call(("py_text", "x-2", CREDIT, "heidi", Decimal("0.35"))), "applied",
+       "str beside Decimal, first query of a session: applied")
+    eq(balance(conn, "heidi"), Decimal("7.35"), "str beside int and Decimal: each applied once")
+    seen = datetime(2024, 2, 29, 23, 59, 58, 250000, tzinfo=timezone.utc)
+    eq(first_call(("py_text", "x-3", "UPDATE py_accounts SET seen_at = $2 WHERE id = $1",
+                   "heidi", seen)), "applied",
+       "str beside datetime, first query of a session: applied")
+    eq(one(conn, "SELECT seen_at FROM py_accounts WHERE id = 'heidi'"), seen,
+       "datetime argument: the same instant is stored")
+
+
+def scenario_reused_param(conn):
+    # One %(name)s used as the message id and as a value is one $n, typed text as
+    # the id and left unknown as the value: PostgreSQL refuses it before the
+    # extension sees it, and the hint names the parameter and the cast.
+    query = "SELECT inbox.claim_apply(%(inbox)s, %(id)s, 'SELECT $1::text || $2', %(id)s, 7)"
+    fixed = "SELECT inbox.claim_apply(%(inbox)s, %(id)s, 'SELECT $1::text || $2', %(id)s::text, 7)"
+    try:
+        conn.execute(query, {"inbox": "py_text", "id": "reused-1"})
+        ok(False, "message id reused as a value: AmbiguousParameter", "no error")
+    except errors.AmbiguousParameter as e:
+        eq((e.sqlstate, e.diag.message_primary), ("42P08", "could not determine data type of parameter $2"),
+           "message id reused as a value: 42P08 for $2")
+        hint = e.diag.message_hint or ""
+        ok("$2::text" in hint and "inbox.claim_apply" in hint,
+           "message id reused as a value: the hint names inbox.claim_apply and $2::text", hint)
+    eq(one(conn, fixed, {"inbox": "py_text", "id": "reused-1"}), "applied",
+       "message id reused as a value, cast as the hint says: applied")
 
 
 def scenario_claim_many(conn):
@@ -205,7 +237,7 @@ def scenario_errors(conn):
 def main():
     scenarios = [scenario_strings, scenario_ints, scenario_str_cast_with_int, scenario_uuid,
                  scenario_decimal, scenario_jsonb_and_none, scenario_server_prepared,
-                 scenario_mixed_types_refused, scenario_claim_many, scenario_try_claim,
+                 scenario_mixed_types, scenario_reused_param, scenario_claim_many, scenario_try_claim,
                  scenario_rollback_then_redeliver, scenario_errors]
     with connect() as conn:
         setup(conn)

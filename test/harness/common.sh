@@ -30,6 +30,9 @@ PACKAGES=(make gcc "postgresql-$PG_MAJOR" "postgresql-server-dev-$PG_MAJOR"
 # from the tests' PATH: such tools often come from elsewhere, like NodeSource's nodejs,
 # which bundles npm and conflicts with Debian's.
 COMMAND_PACKAGES=()
+# Packages that some tests can do without, installed where the release has them; a
+# test whose package the release lacks is skipped, saying so (the drivers suite).
+OPTIONAL_PACKAGES=()
 # pgTAP, unless the version harness provided it otherwise (a release without pgTAP
 # for the major: versions.sh).
 PGTAP_PACKAGE=${INBOX_PGTAP_PACKAGE-postgresql-$PG_MAJOR-pgtap}
@@ -106,21 +109,43 @@ package_installed() {
 # apt-get update only when something is missing: it is slow and needs the network.
 ensure_packages() {
     command -v dpkg-query >/dev/null || die "this harness needs Debian (dpkg-query not found)"
-    local missing=() pkg out pair
+    local missing=() optional=() pkg out pair
     for pkg in "${PACKAGES[@]}"; do
         package_installed "$pkg" || missing+=("$pkg")
     done
     for pair in "${COMMAND_PACKAGES[@]}"; do
         on_test_path "${pair%%:*}" || missing+=("${pair#*:}")
     done
+    for pkg in "${OPTIONAL_PACKAGES[@]}"; do
+        package_installed "$pkg" || optional+=("$pkg")
+    done
+    ((${#missing[@]} + ${#optional[@]} == 0)) && return 0
+    if ! out=$(as_root env DEBIAN_FRONTEND=noninteractive apt-get update -q 2>&1); then
+        printf '%s\n' "$out" >&2
+        die "apt-get update failed"
+    fi
+    for pkg in "${optional[@]}"; do
+        if package_available "$pkg"; then
+            missing+=("$pkg")
+        else
+            say "harness: $pkg is not in this release: the tests that need it are skipped"
+        fi
+    done
     ((${#missing[@]} == 0)) && return 0
     say "harness: installing ${missing[*]}"
-    if ! out=$(as_root env DEBIAN_FRONTEND=noninteractive apt-get update -q 2>&1 &&
-               as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -q \
+    if ! out=$(as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -q \
                    --no-install-recommends "${missing[@]}" 2>&1); then
         printf '%s\n' "$out" >&2
         die "apt-get could not install ${missing[*]}"
     fi
+}
+
+# Whether apt has a version of package $1 to install (after apt-get update).  Not
+# a pipe into grep -q: under pipefail, apt-cache killed by SIGPIPE would say no.
+package_available() {
+    local policy
+    policy=$(apt-cache policy "$1" 2>/dev/null) || return 1
+    [[ $policy =~ Candidate:\ [^\(] ]]
 }
 
 # ensure_packages for the packages named, and those only.  (`PACKAGES=(a b)
@@ -128,11 +153,14 @@ ensure_packages() {
 # string, "(a b)".)
 ensure_these_packages() {
     local -a saved=("${PACKAGES[@]}") saved_commands=("${COMMAND_PACKAGES[@]}")
+    local -a saved_optional=("${OPTIONAL_PACKAGES[@]}")
     PACKAGES=("$@")
     COMMAND_PACKAGES=()
+    OPTIONAL_PACKAGES=()
     ensure_packages
     PACKAGES=("${saved[@]}")
     COMMAND_PACKAGES=("${saved_commands[@]}")
+    OPTIONAL_PACKAGES=("${saved_optional[@]}")
 }
 
 # /tmp rather than $TMPDIR: postgres must be able to reach the copy, and a per-user
