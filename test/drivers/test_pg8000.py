@@ -17,7 +17,7 @@ import pg8000
 
 sys.path.append(os.path.join(os.path.dirname(os.path.abspath(__file__)),
                              "..", "..", "test", "python"))
-from inbox_tap import died, done, eq, ok  # noqa: E402
+from inbox_tap import eq, ok, run_scenarios  # noqa: E402
 
 CREDIT = "UPDATE p8_accounts SET balance = balance + $2 WHERE id = $1"
 APPLY5 = "SELECT inbox.claim_apply(%s, %s, %s, %s, %s)"
@@ -88,19 +88,8 @@ def scenario_errors(conn):
 
 
 def main():
-    for scenario in (scenario_setup, scenario_first_call_decimal, scenario_values, scenario_errors):
-        try:
-            if scenario.__code__.co_argcount:
-                conn = connect()
-                try:
-                    scenario(conn)
-                finally:
-                    conn.close()
-            else:
-                scenario()
-        except Exception:  # noqa: BLE001 - a scenario that dies is one failure, not the end
-            died(f"{scenario.__name__} died")
-    return done()
+    return run_scenarios((scenario_setup, scenario_first_call_decimal, scenario_values,
+                          scenario_errors), connect)
 
 
 if __name__ == "__main__":

@@ -19,7 +19,7 @@ from psycopg.types.json import Jsonb
 
 sys.path.append(os.path.join(os.path.dirname(os.path.abspath(__file__)),
                              "..", "..", "test", "python"))
-from inbox_tap import connect, died, done, eq, ok  # noqa: E402
+from inbox_tap import connect, eq, ok, run_scenarios  # noqa: E402
 
 CREDIT = "UPDATE py_accounts SET balance = balance + $2 WHERE id = $1"
 APPLY5 = "SELECT inbox.claim_apply(%s, %s, %s, %s, %s)"
@@ -241,17 +241,7 @@ def main():
                  scenario_rollback_then_redeliver, scenario_errors]
     with connect() as conn:
         setup(conn)
-    for scenario in scenarios:
-        try:
-            # Those taking no connection open their own, with other settings.
-            if scenario.__code__.co_argcount:
-                with connect() as conn:
-                    scenario(conn)
-            else:
-                scenario()
-        except Exception:  # noqa: BLE001 - a scenario that dies is one failure, not the end
-            died(f"{scenario.__name__} died")
-    return done()
+    return run_scenarios(scenarios, connect)
 
 
 if __name__ == "__main__":

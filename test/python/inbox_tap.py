@@ -57,6 +57,25 @@ def run_scenario(scenario, *args):
         died(f"{scenario.__name__} died")
 
 
+def run_scenarios(scenarios, connect_fn):
+    """Each scenario in turn: one that takes an argument gets a new connection from
+    connect_fn(), closed afterwards; one that takes none opens its own, with other
+    settings.  A scenario that raises is one failure, not the end.  Returns done()."""
+    for scenario in scenarios:
+        try:
+            if scenario.__code__.co_argcount:
+                conn = connect_fn()
+                try:
+                    scenario(conn)
+                finally:
+                    conn.close()
+            else:
+                scenario()
+        except Exception:  # noqa: BLE001 - one failure, not the end
+            died(f"{scenario.__name__} died")
+    return done()
+
+
 def failures():
     return _failed
 
