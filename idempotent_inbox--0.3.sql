@@ -289,6 +289,89 @@ COMMENT ON FUNCTION inbox.claim_apply(pg_catalog.regclass, pg_catalog.int8, pg_c
     'claim a message id and, on first delivery only, run the statement with untyped args converted to the types of $1..$n';
 
 /*
+ * claim_apply_many: a consumer's poll in one call.  Every id is claimed as by
+ * claim_many, and the statement runs once over the fresh messages only: $1 is the
+ * array of fresh ids (of the inbox's key type, in input order, each once), and
+ * each further argument is an array with one element per id, which reaches the
+ * statement as $2, $3, ... cut down to the same positions.  One row per id comes
+ * back, in input order: applied for the first occurrence of a fresh id, duplicate
+ * otherwise.  The variadic shapes are claim_apply's; message_ids may also be an
+ * array literal, as drivers send arrays.
+ */
+CREATE FUNCTION inbox.claim_apply_many(inbox pg_catalog.regclass, message_ids pg_catalog.text[],
+                                       statement pg_catalog.text)
+RETURNS TABLE (message_id pg_catalog.text, outcome inbox.outcome) AS 'MODULE_PATHNAME', 'inbox_claim_apply_many'
+LANGUAGE C VOLATILE PARALLEL UNSAFE ROWS 100;
+CREATE FUNCTION inbox.claim_apply_many(inbox pg_catalog.regclass, message_ids pg_catalog.text[],
+                                       statement pg_catalog.text, VARIADIC args "any")
+RETURNS TABLE (message_id pg_catalog.text, outcome inbox.outcome) AS 'MODULE_PATHNAME', 'inbox_claim_apply_many'
+LANGUAGE C VOLATILE PARALLEL UNSAFE ROWS 100;
+CREATE FUNCTION inbox.claim_apply_many(inbox pg_catalog.regclass, message_ids pg_catalog.text[],
+                                       statement pg_catalog.text, VARIADIC args pg_catalog.text[])
+RETURNS TABLE (message_id pg_catalog.text, outcome inbox.outcome) AS 'MODULE_PATHNAME', 'inbox_claim_apply_many'
+LANGUAGE C VOLATILE PARALLEL UNSAFE ROWS 100;
+CREATE FUNCTION inbox.claim_apply_many(inbox pg_catalog.regclass, message_ids pg_catalog.uuid[],
+                                       statement pg_catalog.text)
+RETURNS TABLE (message_id pg_catalog.uuid, outcome inbox.outcome) AS 'MODULE_PATHNAME', 'inbox_claim_apply_many'
+LANGUAGE C VOLATILE PARALLEL UNSAFE ROWS 100;
+CREATE FUNCTION inbox.claim_apply_many(inbox pg_catalog.regclass, message_ids pg_catalog.uuid[],
+                                       statement pg_catalog.text, VARIADIC args "any")
+RETURNS TABLE (message_id pg_catalog.uuid, outcome inbox.outcome) AS 'MODULE_PATHNAME', 'inbox_claim_apply_many'
+LANGUAGE C VOLATILE PARALLEL UNSAFE ROWS 100;
+CREATE FUNCTION inbox.claim_apply_many(inbox pg_catalog.regclass, message_ids pg_catalog.uuid[],
+                                       statement pg_catalog.text, VARIADIC args pg_catalog.text[])
+RETURNS TABLE (message_id pg_catalog.uuid, outcome inbox.outcome) AS 'MODULE_PATHNAME', 'inbox_claim_apply_many'
+LANGUAGE C VOLATILE PARALLEL UNSAFE ROWS 100;
+CREATE FUNCTION inbox.claim_apply_many(inbox pg_catalog.regclass, message_ids pg_catalog.int8[],
+                                       statement pg_catalog.text)
+RETURNS TABLE (message_id pg_catalog.int8, outcome inbox.outcome) AS 'MODULE_PATHNAME', 'inbox_claim_apply_many'
+LANGUAGE C VOLATILE PARALLEL UNSAFE ROWS 100;
+CREATE FUNCTION inbox.claim_apply_many(inbox pg_catalog.regclass, message_ids pg_catalog.int8[],
+                                       statement pg_catalog.text, VARIADIC args "any")
+RETURNS TABLE (message_id pg_catalog.int8, outcome inbox.outcome) AS 'MODULE_PATHNAME', 'inbox_claim_apply_many'
+LANGUAGE C VOLATILE PARALLEL UNSAFE ROWS 100;
+CREATE FUNCTION inbox.claim_apply_many(inbox pg_catalog.regclass, message_ids pg_catalog.int8[],
+                                       statement pg_catalog.text, VARIADIC args pg_catalog.text[])
+RETURNS TABLE (message_id pg_catalog.int8, outcome inbox.outcome) AS 'MODULE_PATHNAME', 'inbox_claim_apply_many'
+LANGUAGE C VOLATILE PARALLEL UNSAFE ROWS 100;
+CREATE FUNCTION inbox.claim_apply_many(inbox pg_catalog.regclass, message_ids pg_catalog.text,
+                                       statement pg_catalog.text)
+RETURNS TABLE (message_id pg_catalog.text, outcome inbox.outcome) AS 'MODULE_PATHNAME', 'inbox_claim_apply_many'
+LANGUAGE C VOLATILE PARALLEL UNSAFE ROWS 100;
+CREATE FUNCTION inbox.claim_apply_many(inbox pg_catalog.regclass, message_ids pg_catalog.text,
+                                       statement pg_catalog.text, VARIADIC args "any")
+RETURNS TABLE (message_id pg_catalog.text, outcome inbox.outcome) AS 'MODULE_PATHNAME', 'inbox_claim_apply_many'
+LANGUAGE C VOLATILE PARALLEL UNSAFE ROWS 100;
+CREATE FUNCTION inbox.claim_apply_many(inbox pg_catalog.regclass, message_ids pg_catalog.text,
+                                       statement pg_catalog.text, VARIADIC args pg_catalog.text[])
+RETURNS TABLE (message_id pg_catalog.text, outcome inbox.outcome) AS 'MODULE_PATHNAME', 'inbox_claim_apply_many'
+LANGUAGE C VOLATILE PARALLEL UNSAFE ROWS 100;
+COMMENT ON FUNCTION inbox.claim_apply_many(pg_catalog.regclass, pg_catalog.text[], pg_catalog.text) IS
+    'claim a batch and run the statement once over the fresh ids ($1); one row per id, applied or duplicate';
+COMMENT ON FUNCTION inbox.claim_apply_many(pg_catalog.regclass, pg_catalog.text[], pg_catalog.text, "any") IS
+    'claim a batch and run the statement once over the fresh ids ($1) and their values ($2..$n, arrays cut to the same positions); one row per id, applied or duplicate';
+COMMENT ON FUNCTION inbox.claim_apply_many(pg_catalog.regclass, pg_catalog.text[], pg_catalog.text, pg_catalog.text[]) IS
+    'claim a batch and run the statement once over the fresh ids ($1) and their values, untyped arrays converted to the types of $2..$n; one row per id, applied or duplicate';
+COMMENT ON FUNCTION inbox.claim_apply_many(pg_catalog.regclass, pg_catalog.uuid[], pg_catalog.text) IS
+    'claim a batch and run the statement once over the fresh ids ($1); one row per id, applied or duplicate';
+COMMENT ON FUNCTION inbox.claim_apply_many(pg_catalog.regclass, pg_catalog.uuid[], pg_catalog.text, "any") IS
+    'claim a batch and run the statement once over the fresh ids ($1) and their values ($2..$n, arrays cut to the same positions); one row per id, applied or duplicate';
+COMMENT ON FUNCTION inbox.claim_apply_many(pg_catalog.regclass, pg_catalog.uuid[], pg_catalog.text, pg_catalog.text[]) IS
+    'claim a batch and run the statement once over the fresh ids ($1) and their values, untyped arrays converted to the types of $2..$n; one row per id, applied or duplicate';
+COMMENT ON FUNCTION inbox.claim_apply_many(pg_catalog.regclass, pg_catalog.int8[], pg_catalog.text) IS
+    'claim a batch and run the statement once over the fresh ids ($1); one row per id, applied or duplicate';
+COMMENT ON FUNCTION inbox.claim_apply_many(pg_catalog.regclass, pg_catalog.int8[], pg_catalog.text, "any") IS
+    'claim a batch and run the statement once over the fresh ids ($1) and their values ($2..$n, arrays cut to the same positions); one row per id, applied or duplicate';
+COMMENT ON FUNCTION inbox.claim_apply_many(pg_catalog.regclass, pg_catalog.int8[], pg_catalog.text, pg_catalog.text[]) IS
+    'claim a batch and run the statement once over the fresh ids ($1) and their values, untyped arrays converted to the types of $2..$n; one row per id, applied or duplicate';
+COMMENT ON FUNCTION inbox.claim_apply_many(pg_catalog.regclass, pg_catalog.text, pg_catalog.text) IS
+    'claim a batch and run the statement once over the fresh ids ($1); one row per id, applied or duplicate';
+COMMENT ON FUNCTION inbox.claim_apply_many(pg_catalog.regclass, pg_catalog.text, pg_catalog.text, "any") IS
+    'claim a batch and run the statement once over the fresh ids ($1) and their values ($2..$n, arrays cut to the same positions); one row per id, applied or duplicate';
+COMMENT ON FUNCTION inbox.claim_apply_many(pg_catalog.regclass, pg_catalog.text, pg_catalog.text, pg_catalog.text[]) IS
+    'claim a batch and run the statement once over the fresh ids ($1) and their values, untyped arrays converted to the types of $2..$n; one row per id, applied or duplicate';
+
+/*
  * Naturally idempotent writes: where the effect can be made idempotent by its
  * shape ("set status to PAID", "upsert the total"), no inbox is needed.
  */

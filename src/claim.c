@@ -439,9 +439,9 @@ fresh_ids_set(int nelems)
  * The batch as given (for the result, which has the declared type) and as keys of
  * the inbox (for the INSERT and for matching), validated element by element.
  */
-static ArrayType *
-batch_argument(FunctionCallInfo fcinfo, const CallSignature *sig, InboxInfo *inbox,
-			   Datum **given, Datum **keys, int *nids)
+void
+claim_batch_read(ClaimBatch *batch, FunctionCallInfo fcinfo, const CallSignature *sig,
+				 InboxInfo *inbox)
 {
 	int			argno = sig->keyargno;
 	ArrayType  *input;
@@ -475,17 +475,21 @@ batch_argument(FunctionCallInfo fcinfo, const CallSignature *sig, InboxInfo *inb
 	get_typlenbyvalalign(sig->keytype, &typlen, &typbyval, &typalign);
 	deconstruct_array(input, sig->keytype, typlen, typbyval, typalign, &elems, &nulls, &n);
 
-	*given = elems;
-	*keys = palloc(sizeof(Datum) * Max(n, 1));
-	*nids = n;
+	batch->nids = n;
+	batch->given = elems;
+	batch->keys = palloc(sizeof(Datum) * Max(n, 1));
+	batch->fresh = palloc0(sizeof(bool) * Max(n, 1));
 	for (int i = 0; i < n; i++)
-		(*keys)[i] = message_id_from_element(elems[i], nulls[i], sig->keytype, inbox, i + 1);
+		batch->keys[i] = message_id_from_element(elems[i], nulls[i], sig->keytype, inbox, i + 1);
 
 	if (sig->keytype == inbox->keytype)
-		return input;
-
-	get_typlenbyvalalign(inbox->keytype, &typlen, &typbyval, &typalign);
-	return construct_array(*keys, n, inbox->keytype, typlen, typbyval, typalign);
+		batch->array = input;
+	else
+	{
+		get_typlenbyvalalign(inbox->keytype, &typlen, &typbyval, &typalign);
+		batch->array = construct_array(batch->keys, n, inbox->keytype, typlen, typbyval,
+									   typalign);
+	}
 }
 
 /*
@@ -568,14 +572,58 @@ claimed_already(InboxInfo *inbox, Datum id, const Datum *shard_key, TimestampTz 
 }
 
 /*
- * claim_many's result: the fresh ids, as given, in input order.  Removing each
- * id as it is reported drops repeats; an id that was not inserted is a
- * duplicate, unless a trigger skipped it.
+ * Mark the positions of the batch that were claimed: the first position of each
+ * id the INSERT returned.  Removing each id as it is found drops repeats; an id
+ * that was not inserted is a duplicate, unless a trigger skipped it.
  */
 static void
-claim_many_report(ReturnSetInfo *rsinfo, const CallSignature *sig, InboxInfo *inbox,
-				  Datum *given, Datum *keys, int nids, HTAB *fresh, const Datum *shard_key,
+claim_batch_judge(ClaimBatch *batch, InboxInfo *inbox, HTAB *fresh, const Datum *shard_key,
 				  TimestampTz now)
+{
+	for (int i = 0; i < batch->nids; i++)
+	{
+		IdBytes		id = id_bytes(batch->keys[i], inbox->keytype);
+		bool		found;
+
+		hash_search(fresh, &id, HASH_REMOVE, &found);
+		batch->fresh[i] = found;
+		if (!found && claim_routed_may_skip(inbox) &&
+			!claimed_already(inbox, batch->keys[i], shard_key, now))
+		{
+			/* Not inserted, and not there: a trigger skipped it. */
+			claim_row_suppressed(inbox, batch->keys[i]);
+		}
+	}
+
+	/* A trigger that changed an id made a row no input id matches. */
+	if (hash_get_num_entries(fresh) > 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("a trigger on inbox \"%s\" changed the id of a claim", get_rel_name(inbox->relid)),
+				 errdetail("A claim must be stored under the id it was made for."),
+				 errhint("Make BEFORE INSERT triggers on the inbox leave message_id alone.")));
+}
+
+/*
+ * Claim every id of the batch in one statement, in key order, so that two
+ * overlapping batches lock their ids in the same order and cannot deadlock; then
+ * mark which positions were claimed (batch->fresh).  shard_key is the value of
+ * every id of the batch in a sharded inbox, else NULL.
+ */
+void
+claim_batch_claim(ClaimBatch *batch, InboxInfo *inbox, const Datum *shard_key)
+{
+	HTAB	   *fresh = fresh_ids_set(batch->nids);
+	TimestampTz now = inbox->has_retention ? GetCurrentTimestamp() : 0;	/* judges expiry only */
+
+	claim_many_insert(inbox, batch->array, batch->nids, fresh, shard_key, now);
+	claim_batch_judge(batch, inbox, fresh, shard_key, now);
+	hash_destroy(fresh);
+}
+
+/* claim_many's result: the fresh ids, as given, in input order. */
+static void
+claim_many_report(ReturnSetInfo *rsinfo, const CallSignature *sig, const ClaimBatch *batch)
 {
 	Tuplestorestate *store;
 	TupleDesc	tupdesc;
@@ -587,32 +635,13 @@ claim_many_report(ReturnSetInfo *rsinfo, const CallSignature *sig, InboxInfo *in
 	store = tuplestore_begin_heap(rsinfo->allowedModes & SFRM_Materialize_Random, false, work_mem);
 	MemoryContextSwitchTo(oldcxt);
 
-	for (int i = 0; i < nids; i++)
-	{
-		IdBytes		id = id_bytes(keys[i], inbox->keytype);
-		bool		found;
-
-		hash_search(fresh, &id, HASH_REMOVE, &found);
-		if (found)
+	for (int i = 0; i < batch->nids; i++)
+		if (batch->fresh[i])
 		{
 			bool		isnull = false;
 
-			tuplestore_putvalues(store, tupdesc, &given[i], &isnull);
+			tuplestore_putvalues(store, tupdesc, &batch->given[i], &isnull);
 		}
-		else if (claim_routed_may_skip(inbox) && !claimed_already(inbox, keys[i], shard_key, now))
-		{
-			/* Not inserted, and not there: a trigger skipped it. */
-			claim_row_suppressed(inbox, keys[i]);
-		}
-	}
-
-	/* A trigger that changed an id made a row no input id matches. */
-	if (hash_get_num_entries(fresh) > 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("a trigger on inbox \"%s\" changed the id of a claim", get_rel_name(inbox->relid)),
-				 errdetail("A claim must be stored under the id it was made for."),
-				 errhint("Make BEFORE INSERT triggers on the inbox leave message_id alone.")));
 
 	rsinfo->returnMode = SFRM_Materialize;
 	rsinfo->setResult = store;
@@ -627,30 +656,29 @@ claim_many_common(FunctionCallInfo fcinfo, bool sharded)
 	const CallSignature *sig = signature_of_call(fcinfo);
 	InboxInfo  *inbox = registry_lookup(fcinfo, 0, RowExclusiveLock, ACL_INSERT | ACL_SELECT);
 	Datum		shard_key = (Datum) 0;
-	Datum	   *given;
-	Datum	   *keys;
-	int			nids;
-	ArrayType  *batch;
-	HTAB	   *fresh;
-	TimestampTz now;
+	ClaimBatch	batch;
+
+	claim_check_set_context(fcinfo, sharded ? "claim_many_sharded" : "claim_many");
+	registry_check_shard_form(fcinfo, inbox, sharded);
+	if (sharded)
+		shard_key = claim_routed_shard_key(fcinfo, 1, inbox);
+	claim_batch_read(&batch, fcinfo, sig, inbox);
+	claim_batch_claim(&batch, inbox, sharded ? &shard_key : NULL);
+	claim_many_report(rsinfo, sig, &batch);
+	return (Datum) 0;
+}
+
+/* A set-returning function of ours called where no set is accepted. */
+void
+claim_check_set_context(FunctionCallInfo fcinfo, const char *function)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 
 	if (rsinfo == NULL || !IsA(rsinfo, ReturnSetInfo) ||
 		(rsinfo->allowedModes & SFRM_Materialize) == 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("%s must be called in a context that accepts a set",
-						sharded ? "claim_many_sharded" : "claim_many")));
-
-	registry_check_shard_form(fcinfo, inbox, sharded);
-	if (sharded)
-		shard_key = claim_routed_shard_key(fcinfo, 1, inbox);
-	batch = batch_argument(fcinfo, sig, inbox, &given, &keys, &nids);
-	fresh = fresh_ids_set(nids);
-	now = inbox->has_retention ? GetCurrentTimestamp() : 0;	/* judges expiry only */
-	claim_many_insert(inbox, batch, nids, fresh, sharded ? &shard_key : NULL, now);
-	claim_many_report(rsinfo, sig, inbox, given, keys, nids, fresh, sharded ? &shard_key : NULL,
-					  now);
-	return (Datum) 0;
+				 errmsg("%s must be called in a context that accepts a set", function)));
 }
 
 PG_FUNCTION_INFO_V1(inbox_claim_many);

@@ -1,13 +1,32 @@
 /*
  * claim.h
- *		Claims: claim, try_claim and claim_many (claim.c).
+ *		Claims: claim, try_claim, claim_many and the batches of claim_apply_many
+ *		(claim.c).
  */
 #ifndef INBOX_CLAIM_H
 #define INBOX_CLAIM_H
 
+#include "fmgr.h"
+#include "utils/array.h"
+
 #include "inbox.h"
+#include "signature.h"
+
+/* A batch of message ids, as claim_many and claim_apply_many take it. */
+typedef struct ClaimBatch
+{
+	int			nids;
+	Datum	   *given;			/* the ids as passed, of the declared element type */
+	Datum	   *keys;			/* the same as keys of the inbox */
+	ArrayType  *array;			/* keys, as one array of the inbox's key type */
+	bool	   *fresh;			/* after claim_batch_claim: this position claimed its id */
+} ClaimBatch;
 
 extern bool claim_one(InboxInfo *inbox, Datum message_id, bytea *fingerprint);
 extern bool claim_one_connecting(InboxInfo *inbox, Datum message_id);
+extern void claim_batch_read(ClaimBatch *batch, FunctionCallInfo fcinfo,
+							 const CallSignature *sig, InboxInfo *inbox);
+extern void claim_batch_claim(ClaimBatch *batch, InboxInfo *inbox, const Datum *shard_key);
+extern void claim_check_set_context(FunctionCallInfo fcinfo, const char *function);
 
 #endif							/* INBOX_CLAIM_H */

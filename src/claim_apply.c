@@ -19,10 +19,14 @@
  * before the claim, so a broken statement or value fails on a duplicate too
  * instead of hiding until the next fresh id.
  * Any error in the statement aborts the transaction, claim included.
+ *
+ * claim_apply_many does the same for a batch, with one run of a set-based
+ * statement over the fresh messages only: see claim_apply_many_common.
  */
 #include "postgres.h"
 
 #include "catalog/pg_type.h"
+#include "funcapi.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/inval.h"
@@ -229,4 +233,197 @@ Datum
 inbox_claim_apply_sharded(PG_FUNCTION_ARGS)
 {
 	return claim_apply_common(fcinfo, true);
+}
+
+/*
+ * claim_apply_many: a consumer's whole poll in one call.  Every id of the batch is
+ * claimed (in key order, as claim_many does, so overlapping batches cannot
+ * deadlock), and the statement runs once, and only if some id was fresh, with
+ * $1 the fresh ids (an array of the inbox's key type, in input order, each once)
+ * and $2.. the caller's arrays cut down to the same positions: each message's
+ * values stay beside its id, and a repeat inside the batch or a replay of an
+ * earlier batch reaches the statement not at all.  The statement reads them with
+ * unnest($1, $2, ...), and should aggregate what it writes per row, as a
+ * hand-written batch must (UPDATE ... FROM updates a row once however many
+ * messages join it).
+ */
+
+/* The caller's value arrays, after conversion: one element per id, one dimension. */
+static void
+check_value_arrays(StatementPlan *statement, const StatementArgs *args, int nids)
+{
+	for (int i = 1; i < args->nargs; i++)
+	{
+		Oid			type = statement_cache_param_type(statement, i);
+		ArrayType  *array;
+		int			n;
+
+		if (!OidIsValid(get_element_type(type)))
+			ereport(ERROR,
+					(errcode(ERRCODE_DATATYPE_MISMATCH),
+					 errmsg("argument %d of claim_apply_many must be an array, not type %s",
+							i, format_type_be(type)),
+					 errdetail("Each value argument is an array with one element per message id, read by the statement as $%d.",
+							   i + 1),
+					 errhint("Pass an array, and cast $%d in the statement if its type is not clear there, as in unnest($1, $%d::numeric[]).",
+							 i + 1, i + 1)));
+		if (args->nulls[i] == 'n')
+			ereport(ERROR,
+					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+					 errmsg("argument %d of claim_apply_many must not be null", i),
+					 errhint("Pass an array of nulls for values that are missing.")));
+		array = DatumGetArrayTypeP(args->values[i]);
+		n = ArrayGetNItems(ARR_NDIM(array), ARR_DIMS(array));
+		if (ARR_NDIM(array) > 1)
+			ereport(ERROR,
+					(errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),
+					 errmsg("argument %d of claim_apply_many must be a one-dimensional array", i)));
+		if (n != nids)
+			ereport(ERROR,
+					(errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),
+					 errmsg("argument %d of claim_apply_many has %d elements, not one per message id",
+							i, n),
+					 errdetail_plural("The batch has %d message id.", "The batch has %d message ids.",
+									  nids, nids),
+					 errhint("Pass one value per message id, in the same order, as a one-dimensional array.")));
+	}
+}
+
+/* The elements of array at the positions keep marks, as a new one-dimensional array. */
+static Datum
+array_cut(Datum value, const bool *keep, int nkept)
+{
+	ArrayType  *array = DatumGetArrayTypeP(value);
+	Oid			elemtype = ARR_ELEMTYPE(array);
+	int16		typlen;
+	bool		typbyval;
+	char		typalign;
+	Datum	   *elems;
+	bool	   *nulls;
+	int			n;
+	int			k = 0;
+	int			dims[1];
+	int			lbs[1] = {1};
+
+	get_typlenbyvalalign(elemtype, &typlen, &typbyval, &typalign);
+	deconstruct_array(array, elemtype, typlen, typbyval, typalign, &elems, &nulls, &n);
+	for (int i = 0; i < n; i++)
+		if (keep[i])
+		{
+			elems[k] = elems[i];
+			nulls[k] = nulls[i];
+			k++;
+		}
+	Assert(k == nkept);
+	dims[0] = k;
+	return PointerGetDatum(construct_md_array(elems, nulls, 1, dims, lbs, elemtype, typlen,
+											  typbyval, typalign));
+}
+
+/* $1 is the batch's ids, of the inbox's key type; the caller's values move one on. */
+static void
+args_prepend_ids(StatementArgs *args, InboxInfo *inbox, const ClaimBatch *batch)
+{
+	StatementArgs values = *args;
+
+	args_alloc(args, values.nargs + 1);
+	args->types[0] = get_array_type(inbox->keytype);
+	args->values[0] = PointerGetDatum(batch->array);
+	args->nulls[0] = ' ';
+	for (int i = 0; i < values.nargs; i++)
+	{
+		args->types[i + 1] = values.types[i];
+		args->values[i + 1] = values.values[i];
+		args->nulls[i + 1] = values.nulls[i];
+	}
+}
+
+/* Claim the batch and, if any id was fresh, run the statement over the fresh ones. */
+static void
+claim_batch_then_apply(InboxInfo *inbox, ClaimBatch *batch, StatementPlan *statement,
+					   StatementArgs *args)
+{
+	PG_TRY();
+	{
+		int			nfresh = 0;
+
+		statement_cache_convert_args(statement, args->values, args->nulls);
+		check_value_arrays(statement, args, batch->nids);
+		claim_batch_claim(batch, inbox, NULL);
+		for (int i = 0; i < batch->nids; i++)
+			nfresh += batch->fresh[i];
+		if (nfresh > 0)
+		{
+			for (int i = 0; i < args->nargs; i++)
+				args->values[i] = array_cut(args->values[i], batch->fresh, nfresh);
+			statement_cache_execute(statement, args->values, args->nulls);
+		}
+	}
+	PG_FINALLY();
+	{
+		statement_cache_unpin(statement);
+	}
+	PG_END_TRY();
+}
+
+/* One row per id of the batch, in input order: the id as given, applied or duplicate. */
+static void
+claim_apply_many_report(FunctionCallInfo fcinfo, const ClaimBatch *batch)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	Tuplestorestate *store;
+	TupleDesc	tupdesc;
+	MemoryContext oldcxt;
+	Datum		applied;
+	Datum		duplicate;
+
+	oldcxt = MemoryContextSwitchTo(rsinfo->econtext->ecxt_per_query_memory);
+	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
+		elog(ERROR, "claim_apply_many must be declared to return a set of rows");
+	tupdesc = BlessTupleDesc(CreateTupleDescCopy(tupdesc));
+	store = tuplestore_begin_heap(rsinfo->allowedModes & SFRM_Materialize_Random, false, work_mem);
+	MemoryContextSwitchTo(oldcxt);
+
+	applied = signature_enum_label(TupleDescAttr(tupdesc, 1)->atttypid, "applied");
+	duplicate = signature_enum_label(TupleDescAttr(tupdesc, 1)->atttypid, "duplicate");
+	for (int i = 0; i < batch->nids; i++)
+	{
+		Datum		values[2] = {batch->given[i], batch->fresh[i] ? applied : duplicate};
+		bool		nulls[2] = {false, false};
+
+		tuplestore_putvalues(store, tupdesc, values, nulls);
+	}
+
+	rsinfo->returnMode = SFRM_Materialize;
+	rsinfo->setResult = store;
+	rsinfo->setDesc = tupdesc;
+}
+
+PG_FUNCTION_INFO_V1(inbox_claim_apply_many);
+Datum
+inbox_claim_apply_many(PG_FUNCTION_ARGS)
+{
+	const CallSignature *sig = signature_of_call(fcinfo);
+	InboxInfo  *inbox = registry_lookup(fcinfo, 0, RowExclusiveLock, ACL_INSERT | ACL_SELECT);
+	ClaimBatch	batch;
+	const char *source;
+	StatementArgs args;
+	StatementPlan *statement;
+
+	claim_check_set_context(fcinfo, "claim_apply_many");
+	registry_check_shard_form(fcinfo, inbox, false);
+	claim_batch_read(&batch, fcinfo, sig, inbox);
+	source = statement_source(fcinfo, sig);
+	statement_args(&args, fcinfo, sig);
+	args_prepend_ids(&args, inbox, &batch);
+
+	spi_connect();
+	statement = statement_cache_get_batch(source, args.nargs, args.types);
+	claim_batch_then_apply(inbox, &batch, statement, &args);
+	SPI_finish();
+
+	/* As claim_apply: the statement may have dropped the extension. */
+	AcceptInvalidationMessages();
+	claim_apply_many_report(fcinfo, &batch);
+	return (Datum) 0;
 }

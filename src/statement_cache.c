@@ -54,6 +54,7 @@ struct StatementPlan
 	MemoryContext cxt;			/* owns everything below but the plan */
 	char	   *source;
 	int			nargs;
+	bool		batch;			/* claim_apply_many's: $1 is the fresh ids */
 	Oid		   *argtypes;		/* as given; UNKNOWNOID where inferred */
 	Oid		   *paramtypes;		/* as resolved */
 	FmgrInfo   *inputs;			/* input functions of inferred arguments */
@@ -107,9 +108,9 @@ statement_cache_xact(XactEvent event, void *arg)
 }
 
 static uint64
-statement_key(const char *source, int nargs, const Oid *argtypes)
+statement_key(const char *source, int nargs, const Oid *argtypes, bool batch)
 {
-	uint64		h = hash_bytes_extended((const unsigned char *) source, strlen(source), 0);
+	uint64		h = hash_bytes_extended((const unsigned char *) source, strlen(source), batch);
 
 	if (nargs > 0)
 		h = hash_bytes_extended((const unsigned char *) argtypes, nargs * sizeof(Oid), h);
@@ -118,9 +119,9 @@ statement_key(const char *source, int nargs, const Oid *argtypes)
 
 static bool
 statement_matches(const StatementPlan *entry, const char *source, int nargs,
-				  const Oid *argtypes)
+				  const Oid *argtypes, bool batch)
 {
-	return entry->nargs == nargs &&
+	return entry->nargs == nargs && entry->batch == batch &&
 		strcmp(entry->source, source) == 0 &&
 		(nargs == 0 || memcmp(entry->argtypes, argtypes, nargs * sizeof(Oid)) == 0);
 }
@@ -209,33 +210,48 @@ CheckNotClientCopy(RawStmt *stmt)
 				 errhint("Use INSERT with the values as arguments, or INSERT ... SELECT.")));
 }
 
-/* Every $n the statement uses must have an argument. */
+/*
+ * Every $n the statement uses must have an argument.  A batch's statement
+ * (claim_apply_many) gets the fresh ids as $1 and the caller's arrays after it.
+ */
 static void
-CheckParamsGiven(int nparams, int nargs)
+CheckParamsGiven(int nparams, int nargs, bool batch)
 {
-	if (nparams > nargs && nargs == 0)
+	if (nparams <= nargs)
+		return;
+	if (batch)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_PARAMETER),
+				 errmsg("statement refers to $%d but only $1..$%d are given", nparams, nargs),
+				 errdetail("$1 is the array of fresh message ids; $2 and on are the arrays passed after the statement, %d here.",
+						   nargs - 1),
+				 errhint("Pass one array after the statement for each of $2..$%d.", nparams)));
+	if (nargs == 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_PARAMETER),
 				 errmsg("statement refers to $%d but no arguments were given", nparams),
 				 errhint("Pass one argument after the statement for each of $1..$%d.", nparams)));
-	if (nparams > nargs)
-		ereport(ERROR,
-				(errcode(ERRCODE_UNDEFINED_PARAMETER),
-				 errmsg("statement refers to $%d but only %d argument%s given",
-						nparams, nargs, nargs == 1 ? " was" : "s were"),
-				 errhint("Pass one argument after the statement for each of $1..$%d.", nparams)));
+	ereport(ERROR,
+			(errcode(ERRCODE_UNDEFINED_PARAMETER),
+			 errmsg("statement refers to $%d but only %d argument%s given",
+					nparams, nargs, nargs == 1 ? " was" : "s were"),
+			 errhint("Pass one argument after the statement for each of $1..$%d.", nparams)));
 }
 
-/* Every argument must be used: a surplus one is nearly always a mistake. */
+/*
+ * Every argument must be used: a surplus one is nearly always a mistake.  A
+ * batch's statement may leave out $1, the fresh ids, when the values say it all.
+ */
 static void
-CheckArgsUsed(Bitmapset *used, int nargs)
+CheckArgsUsed(Bitmapset *used, int nargs, bool batch)
 {
-	for (int i = 1; i <= nargs; i++)
+	for (int i = batch ? 2 : 1; i <= nargs; i++)
 		if (!bms_is_member(i, used))
 			ereport(ERROR,
 					(errcode(ERRCODE_UNDEFINED_PARAMETER),
-					 errmsg("statement does not use argument %d ($%d)", i, i),
-					 errdetail("%d argument%s given.", nargs, nargs == 1 ? " was" : "s were")));
+					 errmsg("statement does not use argument %d ($%d)", batch ? i - 1 : i, i),
+					 errdetail("%d argument%s given.", batch ? nargs - 1 : nargs,
+							   (batch ? nargs - 1 : nargs) == 1 ? " was" : "s were")));
 }
 
 /*
@@ -264,7 +280,7 @@ statement_error_callback(void *arg)
  * (untyped_params.c).
  */
 Oid *
-statement_cache_param_types(const char *source, int nargs, const Oid *argtypes)
+statement_cache_param_types(const char *source, int nargs, const Oid *argtypes, bool batch)
 {
 	List	   *raw;
 	int			nparams = nargs;
@@ -302,10 +318,10 @@ statement_cache_param_types(const char *source, int nargs, const Oid *argtypes)
 
 	error_context_stack = errcallback.previous;
 
-	CheckParamsGiven(nparams, nargs);
+	CheckParamsGiven(nparams, nargs, batch);
 	/* Utility statements keep their expressions out of the tree we can walk. */
 	if (!utility)
-		CheckArgsUsed(used, nargs);
+		CheckArgsUsed(used, nargs, batch);
 
 	for (int i = 0; i < nargs; i++)
 		if (types[i] == InvalidOid || types[i] == UNKNOWNOID)
@@ -319,9 +335,10 @@ statement_cache_param_types(const char *source, int nargs, const Oid *argtypes)
  * moving the context under CacheMemoryContext.  The plan is kept last.
  */
 static void
-statement_build(StatementPlan *entry, const char *source, int nargs, const Oid *argtypes)
+statement_build(StatementPlan *entry, const char *source, int nargs, const Oid *argtypes,
+				bool batch)
 {
-	Oid		   *types = statement_cache_param_types(source, nargs, argtypes);
+	Oid		   *types = statement_cache_param_types(source, nargs, argtypes, batch);
 	MemoryContext oldcxt;
 
 	entry->plan = NULL;
@@ -331,6 +348,7 @@ statement_build(StatementPlan *entry, const char *source, int nargs, const Oid *
 	oldcxt = MemoryContextSwitchTo(entry->cxt);
 	entry->source = pstrdup(source);
 	entry->nargs = nargs;
+	entry->batch = batch;
 	entry->argtypes = palloc(sizeof(Oid) * Max(nargs, 1));
 	entry->paramtypes = palloc(sizeof(Oid) * Max(nargs, 1));
 	entry->inputs = palloc0(sizeof(FmgrInfo) * Max(nargs, 1));
@@ -358,16 +376,16 @@ statement_build(StatementPlan *entry, const char *source, int nargs, const Oid *
  * pinned: the caller must statement_cache_unpin it (in PG_FINALLY).  SPI must be
  * connected.  An error while building leaves no entry and no memory behind.
  */
-StatementPlan *
-statement_cache_get(const char *source, int nargs, const Oid *argtypes)
+static StatementPlan *
+statement_lookup(const char *source, int nargs, const Oid *argtypes, bool batch)
 {
-	uint64		key = statement_key(source, nargs, argtypes);
+	uint64		key = statement_key(source, nargs, argtypes, batch);
 	StatementPlan *entry;
 	StatementPlan fresh;
 	bool		found;
 
 	entry = hash_search(StatementCache, &key, HASH_FIND, NULL);
-	if (entry != NULL && statement_matches(entry, source, nargs, argtypes))
+	if (entry != NULL && statement_matches(entry, source, nargs, argtypes, batch))
 	{
 		dlist_move_head(&StatementLru, &entry->lru);
 		entry->pins++;
@@ -375,7 +393,7 @@ statement_cache_get(const char *source, int nargs, const Oid *argtypes)
 	}
 
 	/* Build before touching the cache, so that a parse error changes nothing. */
-	statement_build(&fresh, source, nargs, argtypes);
+	statement_build(&fresh, source, nargs, argtypes, batch);
 
 	if (entry != NULL)
 	{
@@ -403,6 +421,19 @@ statement_cache_get(const char *source, int nargs, const Oid *argtypes)
 	return entry;
 }
 
+StatementPlan *
+statement_cache_get(const char *source, int nargs, const Oid *argtypes)
+{
+	return statement_lookup(source, nargs, argtypes, false);
+}
+
+/* For claim_apply_many: $1 is the array of fresh ids, which the statement may leave out. */
+StatementPlan *
+statement_cache_get_batch(const char *source, int nargs, const Oid *argtypes)
+{
+	return statement_lookup(source, nargs, argtypes, true);
+}
+
 /*
  * Convert inferred arguments, given as C strings, with their type's input
  * function, in place.  Done before the claim, so that a bad value is an error on
@@ -415,6 +446,14 @@ statement_cache_convert_args(StatementPlan *entry, Datum *values, const char *nu
 		if (entry->argtypes[i] == UNKNOWNOID && nulls[i] != 'n')
 			values[i] = InputFunctionCall(&entry->inputs[i], DatumGetCString(values[i]),
 										  entry->ioparams[i], -1);
+}
+
+/* The type the statement gives its $(i + 1), as resolved when it was prepared. */
+Oid
+statement_cache_param_type(const StatementPlan *entry, int i)
+{
+	Assert(i >= 0 && i < entry->nargs);
+	return entry->paramtypes[i];
 }
 
 /*

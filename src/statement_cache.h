@@ -9,9 +9,13 @@
 
 typedef struct StatementPlan StatementPlan;
 extern void statement_cache_init(void);
-extern Oid *statement_cache_param_types(const char *source, int nargs, const Oid *argtypes);
+extern Oid *statement_cache_param_types(const char *source, int nargs, const Oid *argtypes,
+										bool batch);
 extern StatementPlan *statement_cache_get(const char *source, int nargs, const Oid *argtypes);
+extern StatementPlan *statement_cache_get_batch(const char *source, int nargs,
+												const Oid *argtypes);
 extern void statement_cache_convert_args(StatementPlan *entry, Datum *values, const char *nulls);
+extern Oid	statement_cache_param_type(const StatementPlan *entry, int i);
 extern void statement_cache_execute(StatementPlan *entry, Datum *values, const char *nulls);
 extern void statement_cache_pin(StatementPlan *entry);
 extern void statement_cache_unpin(StatementPlan *entry);

@@ -178,7 +178,7 @@ statement_types(const char *source, List *values)
 		argtypes[i++] = (type == TEXTOID || type == VARCHAROID || type == UNKNOWNOID) ?
 			UNKNOWNOID : type;
 	}
-	return statement_cache_param_types(source, nargs, argtypes);
+	return statement_cache_param_types(source, nargs, argtypes, false);
 }
 
 /* Whether a C function's library is ours: "$libdir/idempotent_inbox", or a path. */

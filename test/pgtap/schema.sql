@@ -7,7 +7,7 @@
 -- Everything below, the role included, is rolled back.
 
 BEGIN;
-SELECT plan(178);
+SELECT plan(250);
 
 -- Type names in the expected values are printed the way regtype prints them
 -- with this search_path (so the extension's own types show as inbox.outcome).
@@ -51,11 +51,35 @@ INSERT INTO api VALUES
   ('claim_apply', '{regclass,bigint,text,"\"any\""}', 'inbox.outcome',
    'inbox regclass, message_id bigint, statement text, VARIADIC args "any"'),
   ('claim_apply', '{regclass,bigint,text,text[]}', 'inbox.outcome',
-   'inbox regclass, message_id bigint, statement text, VARIADIC args text[]');
+   'inbox regclass, message_id bigint, statement text, VARIADIC args text[]'),
+  ('claim_apply_many', '{regclass,text[],text}', 'setof record',
+   'inbox regclass, message_ids text[], statement text'),
+  ('claim_apply_many', '{regclass,text[],text,"\"any\""}', 'setof record',
+   'inbox regclass, message_ids text[], statement text, VARIADIC args "any"'),
+  ('claim_apply_many', '{regclass,text[],text,text[]}', 'setof record',
+   'inbox regclass, message_ids text[], statement text, VARIADIC args text[]'),
+  ('claim_apply_many', '{regclass,uuid[],text}', 'setof record',
+   'inbox regclass, message_ids uuid[], statement text'),
+  ('claim_apply_many', '{regclass,uuid[],text,"\"any\""}', 'setof record',
+   'inbox regclass, message_ids uuid[], statement text, VARIADIC args "any"'),
+  ('claim_apply_many', '{regclass,uuid[],text,text[]}', 'setof record',
+   'inbox regclass, message_ids uuid[], statement text, VARIADIC args text[]'),
+  ('claim_apply_many', '{regclass,bigint[],text}', 'setof record',
+   'inbox regclass, message_ids bigint[], statement text'),
+  ('claim_apply_many', '{regclass,bigint[],text,"\"any\""}', 'setof record',
+   'inbox regclass, message_ids bigint[], statement text, VARIADIC args "any"'),
+  ('claim_apply_many', '{regclass,bigint[],text,text[]}', 'setof record',
+   'inbox regclass, message_ids bigint[], statement text, VARIADIC args text[]'),
+  ('claim_apply_many', '{regclass,text,text}', 'setof record',
+   'inbox regclass, message_ids text, statement text'),
+  ('claim_apply_many', '{regclass,text,text,"\"any\""}', 'setof record',
+   'inbox regclass, message_ids text, statement text, VARIADIC args "any"'),
+  ('claim_apply_many', '{regclass,text,text,text[]}', 'setof record',
+   'inbox regclass, message_ids text, statement text, VARIADIC args text[]');
 
-SELECT is((SELECT count(*) FROM api), 21::bigint, 'the API table lists 21 functions');
+SELECT is((SELECT count(*) FROM api), 33::bigint, 'the API table lists 33 functions');
 
--- 21 x 3: existence, return type, argument names and defaults
+-- 33 x 3: existence, return type, argument names and defaults
 SELECT has_function('inbox', fname, args) FROM api ORDER BY fname, args;
 SELECT function_returns('inbox', fname, args, returns) FROM api ORDER BY fname, args;
 SELECT is(pg_get_function_arguments(p.oid), a.arguments,
@@ -66,7 +90,7 @@ SELECT is(pg_get_function_arguments(p.oid), a.arguments,
                      AND array_to_string(p.proargtypes::regtype[], ',') = array_to_string(a.args, ',')
  ORDER BY a.fname, a.args;
 
--- 20: every C function writes, so none may be STABLE or IMMUTABLE (the planner
+-- 32: every C function writes, so none may be STABLE or IMMUTABLE (the planner
 -- could then fold or skip a call) ...
 SELECT volatility_is('inbox', fname, args, 'volatile')
   FROM api WHERE fname <> 'forget_dropped_inboxes' ORDER BY fname, args;
@@ -79,7 +103,7 @@ SELECT is(array_agg(p.oid::regprocedure::text ORDER BY 1), NULL,
  WHERE p.pronamespace = 'inbox'::regnamespace AND p.proparallel <> 'u'
    AND p.proname NOT IN ('trigger_arguments', 'fingerprint', 'live_counters');
 
--- 21: the caller's privileges apply everywhere except the event trigger, which
+-- 33: the caller's privileges apply everywhere except the event trigger, which
 -- must delete registry rows the dropping user cannot write
 SELECT isnt_definer('inbox', fname, args)
   FROM api WHERE fname <> 'forget_dropped_inboxes' ORDER BY fname, args;
