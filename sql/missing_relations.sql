@@ -32,7 +32,8 @@ INSERT INTO calls VALUES
   ('inbox.release(%s, ''k'', 1)'), ('inbox.live_counters(%s)'), ('inbox.oldest_claim(%s)'),
   ('inbox.advance(%s, ''t'', 0, 1)'), ('inbox.position(%s, ''t'', 0)'),
   ('inbox.claim_sharded(%s, 1, ''m'')'), ('inbox.claim_many_sharded(%s, 1, ARRAY[''m''])'),
-  ('inbox.claim_apply_sharded(%s, 1, ''m'', ''SELECT 1'')');
+  ('inbox.claim_apply_sharded(%s, 1, ''m'', ''SELECT 1'')'),
+  ('inbox.claim_apply_many(%s, ARRAY[''m''], ''SELECT 1'')');
 
 GRANT SELECT ON calls TO regress_missing_nobody;
 -- Even the functions that are not PUBLIC's: the checks behind EXECUTE are the point.

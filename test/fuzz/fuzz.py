@@ -405,6 +405,8 @@ REENTRY = [
     ("set_retention", "PERFORM inbox.set_retention('fz.r', '1 day')"),
     ("purge", "PERFORM inbox.purge('fz.r')"),
     ("claim_apply_nested", "PERFORM inbox.claim_apply('fz.r', NEW.message_id || '-a', 'SELECT 1')"),
+    ("claim_apply_many_nested", "PERFORM inbox.claim_apply_many('fz.r', ARRAY[NEW.message_id || '-b', NEW.message_id], "
+                                "'SELECT count(*) FROM unnest($1, $2::int[])', ARRAY[1, 2])"),
     ("create_other_inbox", "PERFORM inbox.create_inbox('fz.r_' || md5(NEW.message_id), 'text')"),
     ("guard_transitions", "PERFORM inbox.guard_transitions('fz.orders', 'status', '{\"PENDING\": [\"PAID\"]}')"),
     ("upsert", "PERFORM inbox.upsert('fz.orders', jsonb_build_object('id', 77, 'status', 'PENDING'))"),
@@ -414,6 +416,7 @@ REENTRY_CALLS = [
     "SELECT inbox.claim('fz.r', 'a'), inbox.claim('fz.r', 'b')",
     "SELECT * FROM inbox.claim_many('fz.r', ARRAY['a', 'b', 'c'])",
     "SELECT inbox.claim_apply('fz.r', 'a', 'SELECT 1'), inbox.claim_apply('fz.r', 'b', 'SELECT 1')",
+    "SELECT * FROM inbox.claim_apply_many('fz.r', ARRAY['a', 'b', 'a'], 'SELECT count(*) FROM unnest($1, $2::int[])', ARRAY[1, 2, 3])",
     "SELECT (inbox.acquire('fz.r', 'a', '1 minute')).*, (inbox.acquire('fz.r', 'b', '1 minute')).*",
     "SELECT inbox.try_claim('fz.r', 'a'), inbox.try_claim('fz.r', 'b')",
     "SELECT inbox.claim('fz.r', 'a', inbox.fingerprint('{}')), inbox.claim('fz.r', 'b', inbox.fingerprint('{}'))",
