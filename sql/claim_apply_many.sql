@@ -112,6 +112,13 @@ SELECT inbox.create_sharded_inbox('cam_sharded', 'account', 'text');
 SELECT * FROM inbox.claim_apply_many('cam_sharded', ARRAY['e1'], 'SELECT 1');
 SELECT count(*) AS claimed_e FROM cam_inbox WHERE message_id LIKE 'e%';
 
+-- A statement that drops the extension: a clear error, and the rollback keeps it.
+BEGIN;
+SELECT * FROM inbox.claim_apply_many('cam_inbox', ARRAY['z1'],
+    'DROP EXTENSION idempotent_inbox CASCADE');
+ROLLBACK;
+SELECT count(*) FROM inbox.claim_many('cam_inbox', ARRAY['z1']);
+
 -- Rights: INSERT and SELECT on the inbox, as for claim_many; the statement runs
 -- with the caller's own rights.
 CREATE ROLE cam_role;

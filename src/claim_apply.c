@@ -366,26 +366,42 @@ claim_batch_then_apply(InboxInfo *inbox, ClaimBatch *batch, StatementPlan *state
 	PG_END_TRY();
 }
 
+/*
+ * The result's row type, read from the function's declaration before the
+ * statement runs: the statement may drop the extension, function included.
+ */
+static TupleDesc
+claim_apply_many_result_type(FunctionCallInfo fcinfo)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	MemoryContext oldcxt = MemoryContextSwitchTo(rsinfo->econtext->ecxt_per_query_memory);
+	TupleDesc	tupdesc;
+
+	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
+		elog(ERROR, "claim_apply_many must be declared to return a set of rows");
+	tupdesc = BlessTupleDesc(CreateTupleDescCopy(tupdesc));
+	MemoryContextSwitchTo(oldcxt);
+	return tupdesc;
+}
+
 /* One row per id of the batch, in input order: the id as given, applied or duplicate. */
 static void
-claim_apply_many_report(FunctionCallInfo fcinfo, const ClaimBatch *batch)
+claim_apply_many_report(FunctionCallInfo fcinfo, TupleDesc tupdesc, const ClaimBatch *batch)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	Tuplestorestate *store;
-	TupleDesc	tupdesc;
 	MemoryContext oldcxt;
 	Datum		applied;
 	Datum		duplicate;
 
+	/* 55000 if the statement dropped the extension, outcome type included. */
+	applied = signature_enum_label(TupleDescAttr(tupdesc, 1)->atttypid, "applied");
+	duplicate = signature_enum_label(TupleDescAttr(tupdesc, 1)->atttypid, "duplicate");
+
 	oldcxt = MemoryContextSwitchTo(rsinfo->econtext->ecxt_per_query_memory);
-	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
-		elog(ERROR, "claim_apply_many must be declared to return a set of rows");
-	tupdesc = BlessTupleDesc(CreateTupleDescCopy(tupdesc));
 	store = tuplestore_begin_heap(rsinfo->allowedModes & SFRM_Materialize_Random, false, work_mem);
 	MemoryContextSwitchTo(oldcxt);
 
-	applied = signature_enum_label(TupleDescAttr(tupdesc, 1)->atttypid, "applied");
-	duplicate = signature_enum_label(TupleDescAttr(tupdesc, 1)->atttypid, "duplicate");
 	for (int i = 0; i < batch->nids; i++)
 	{
 		Datum		values[2] = {batch->given[i], batch->fresh[i] ? applied : duplicate};
@@ -409,8 +425,10 @@ inbox_claim_apply_many(PG_FUNCTION_ARGS)
 	const char *source;
 	StatementArgs args;
 	StatementPlan *statement;
+	TupleDesc	tupdesc;
 
 	claim_check_set_context(fcinfo, "claim_apply_many");
+	tupdesc = claim_apply_many_result_type(fcinfo);
 	registry_check_shard_form(fcinfo, inbox, false);
 	claim_batch_read(&batch, fcinfo, sig, inbox);
 	source = statement_source(fcinfo, sig);
@@ -424,6 +442,6 @@ inbox_claim_apply_many(PG_FUNCTION_ARGS)
 
 	/* As claim_apply: the statement may have dropped the extension. */
 	AcceptInvalidationMessages();
-	claim_apply_many_report(fcinfo, &batch);
+	claim_apply_many_report(fcinfo, tupdesc, &batch);
 	return (Datum) 0;
 }
