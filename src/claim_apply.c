@@ -31,6 +31,7 @@
 #include "utils/builtins.h"
 #include "utils/inval.h"
 #include "utils/lsyscache.h"
+#include "utils/tuplestore.h"
 
 #include "inbox.h"
 #include "claim.h"
