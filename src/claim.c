@@ -621,19 +621,53 @@ claim_batch_claim(ClaimBatch *batch, InboxInfo *inbox, const Datum *shard_key)
 	hash_destroy(fresh);
 }
 
+/*
+ * The result set of a batch function, materialized: an empty store for rows of
+ * tupdesc (which must live in per-query memory), already handed to the executor.
+ */
+Tuplestorestate *
+claim_result_store(ReturnSetInfo *rsinfo, TupleDesc tupdesc)
+{
+	MemoryContext oldcxt = MemoryContextSwitchTo(rsinfo->econtext->ecxt_per_query_memory);
+	Tuplestorestate *store;
+
+	store = tuplestore_begin_heap(rsinfo->allowedModes & SFRM_Materialize_Random, false, work_mem);
+	MemoryContextSwitchTo(oldcxt);
+
+	rsinfo->returnMode = SFRM_Materialize;
+	rsinfo->setResult = store;
+	rsinfo->setDesc = tupdesc;
+	return store;
+}
+
+/* The fresh ids as keys of the inbox, in input order, each once: $1 of claim_apply_many. */
+ArrayType *
+claim_batch_fresh_keys(const ClaimBatch *batch, const InboxInfo *inbox)
+{
+	Datum	   *fresh = palloc(sizeof(Datum) * Max(batch->nids, 1));
+	int			n = 0;
+	int16		typlen;
+	bool		typbyval;
+	char		typalign;
+
+	for (int i = 0; i < batch->nids; i++)
+		if (batch->fresh[i])
+			fresh[n++] = batch->keys[i];
+	get_typlenbyvalalign(inbox->keytype, &typlen, &typbyval, &typalign);
+	return construct_array(fresh, n, inbox->keytype, typlen, typbyval, typalign);
+}
+
 /* claim_many's result: the fresh ids, as given, in input order. */
 static void
 claim_many_report(ReturnSetInfo *rsinfo, const CallSignature *sig, const ClaimBatch *batch)
 {
+	MemoryContext oldcxt = MemoryContextSwitchTo(rsinfo->econtext->ecxt_per_query_memory);
+	TupleDesc	tupdesc = CreateTemplateTupleDesc(1);
 	Tuplestorestate *store;
-	TupleDesc	tupdesc;
-	MemoryContext oldcxt;
 
-	oldcxt = MemoryContextSwitchTo(rsinfo->econtext->ecxt_per_query_memory);
-	tupdesc = CreateTemplateTupleDesc(1);
 	TupleDescInitEntry(tupdesc, 1, "message_id", sig->keytype, -1, 0);
-	store = tuplestore_begin_heap(rsinfo->allowedModes & SFRM_Materialize_Random, false, work_mem);
 	MemoryContextSwitchTo(oldcxt);
+	store = claim_result_store(rsinfo, tupdesc);
 
 	for (int i = 0; i < batch->nids; i++)
 		if (batch->fresh[i])
@@ -642,10 +676,6 @@ claim_many_report(ReturnSetInfo *rsinfo, const CallSignature *sig, const ClaimBa
 
 			tuplestore_putvalues(store, tupdesc, &batch->given[i], &isnull);
 		}
-
-	rsinfo->returnMode = SFRM_Materialize;
-	rsinfo->setResult = store;
-	rsinfo->setDesc = tupdesc;
 }
 
 /* claim_many and claim_many_sharded: the batch is the argument after the shard key, if any. */

@@ -7,7 +7,9 @@
 #define INBOX_CLAIM_H
 
 #include "fmgr.h"
+#include "nodes/execnodes.h"
 #include "utils/array.h"
+#include "utils/tuplestore.h"
 
 #include "inbox.h"
 #include "signature.h"
@@ -27,6 +29,8 @@ extern bool claim_one_connecting(InboxInfo *inbox, Datum message_id);
 extern void claim_batch_read(ClaimBatch *batch, FunctionCallInfo fcinfo,
 							 const CallSignature *sig, InboxInfo *inbox);
 extern void claim_batch_claim(ClaimBatch *batch, InboxInfo *inbox, const Datum *shard_key);
+extern ArrayType *claim_batch_fresh_keys(const ClaimBatch *batch, const InboxInfo *inbox);
 extern void claim_check_set_context(FunctionCallInfo fcinfo, const char *function);
+extern Tuplestorestate *claim_result_store(ReturnSetInfo *rsinfo, TupleDesc tupdesc);
 
 #endif							/* INBOX_CLAIM_H */

@@ -321,15 +321,17 @@ array_cut(Datum value, const bool *keep, int nkept)
 											  typbyval, typalign));
 }
 
-/* $1 is the batch's ids, of the inbox's key type; the caller's values move one on. */
+/*
+ * $1 is the fresh ids, an array of the inbox's key type, set once the batch is
+ * claimed; the caller's values move one on.
+ */
 static void
-args_prepend_ids(StatementArgs *args, InboxInfo *inbox, const ClaimBatch *batch)
+args_prepend_ids(StatementArgs *args, InboxInfo *inbox)
 {
 	StatementArgs values = *args;
 
 	args_alloc(args, values.nargs + 1);
 	args->types[0] = get_array_type(inbox->keytype);
-	args->values[0] = PointerGetDatum(batch->array);
 	args->nulls[0] = ' ';
 	for (int i = 0; i < values.nargs; i++)
 	{
@@ -355,7 +357,8 @@ claim_batch_then_apply(InboxInfo *inbox, ClaimBatch *batch, StatementPlan *state
 			nfresh += batch->fresh[i];
 		if (nfresh > 0)
 		{
-			for (int i = 0; i < args->nargs; i++)
+			args->values[0] = PointerGetDatum(claim_batch_fresh_keys(batch, inbox));
+			for (int i = 1; i < args->nargs; i++)
 				args->values[i] = array_cut(args->values[i], batch->fresh, nfresh);
 			statement_cache_execute(statement, args->values, args->nulls);
 		}
@@ -389,19 +392,10 @@ claim_apply_many_result_type(FunctionCallInfo fcinfo)
 static void
 claim_apply_many_report(FunctionCallInfo fcinfo, TupleDesc tupdesc, const ClaimBatch *batch)
 {
-	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-	Tuplestorestate *store;
-	MemoryContext oldcxt;
-	Datum		applied;
-	Datum		duplicate;
-
 	/* 55000 if the statement dropped the extension, outcome type included. */
-	applied = signature_enum_label(TupleDescAttr(tupdesc, 1)->atttypid, "applied");
-	duplicate = signature_enum_label(TupleDescAttr(tupdesc, 1)->atttypid, "duplicate");
-
-	oldcxt = MemoryContextSwitchTo(rsinfo->econtext->ecxt_per_query_memory);
-	store = tuplestore_begin_heap(rsinfo->allowedModes & SFRM_Materialize_Random, false, work_mem);
-	MemoryContextSwitchTo(oldcxt);
+	Datum		applied = signature_enum_label(TupleDescAttr(tupdesc, 1)->atttypid, "applied");
+	Datum		duplicate = signature_enum_label(TupleDescAttr(tupdesc, 1)->atttypid, "duplicate");
+	Tuplestorestate *store = claim_result_store((ReturnSetInfo *) fcinfo->resultinfo, tupdesc);
 
 	for (int i = 0; i < batch->nids; i++)
 	{
@@ -410,10 +404,6 @@ claim_apply_many_report(FunctionCallInfo fcinfo, TupleDesc tupdesc, const ClaimB
 
 		tuplestore_putvalues(store, tupdesc, values, nulls);
 	}
-
-	rsinfo->returnMode = SFRM_Materialize;
-	rsinfo->setResult = store;
-	rsinfo->setDesc = tupdesc;
 }
 
 PG_FUNCTION_INFO_V1(inbox_claim_apply_many);
@@ -434,7 +424,7 @@ inbox_claim_apply_many(PG_FUNCTION_ARGS)
 	claim_batch_read(&batch, fcinfo, sig, inbox);
 	source = statement_source(fcinfo, sig);
 	statement_args(&args, fcinfo, sig);
-	args_prepend_ids(&args, inbox, &batch);
+	args_prepend_ids(&args, inbox);
 
 	spi_connect();
 	statement = statement_cache_get_batch(source, args.nargs, args.types);
