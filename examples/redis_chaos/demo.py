@@ -48,6 +48,7 @@ class Outcome:
     reclaimed: dict         # design key -> entries taken back by XAUTOCLAIM
     caught_redeliveries: dict   # design key -> redelivered entries it skipped as duplicates
     seconds: float
+    drained: dict           # design key -> seconds until its group had every entry acknowledged
     redis_port: int
 
     def result(self, design_key):
@@ -98,7 +99,7 @@ def run(events, kills, seed, crash_rate, resend_rate=0.02, say=print):
         planned_crashes={point: sum(stat(f"{k}:crash:{point}") for k in keys) for point in POINTS},
         reclaimed={k: stat(f"{k}:reclaimed") for k in keys},
         caught_redeliveries={k: stat(f"{k}:skipped_redelivery") for k in keys},
-        seconds=time.monotonic() - started, redis_port=server.port)
+        seconds=time.monotonic() - started, drained=sup.drained, redis_port=server.port)
 
 
 def summary(outcome):
@@ -107,7 +108,9 @@ def summary(outcome):
     return (f"chaos: {outcome.kills} SIGKILLs, {outcome.supervisor_kills} at random times, "
             f"{planned} planned:\n       {where}\n"
             f"redelivery: after the restarts XAUTOCLAIM took back "
-            f"{sum(outcome.reclaimed.values())} pending entries ({outcome.seconds:.0f} s)")
+            f"{sum(outcome.reclaimed.values())} pending entries ({outcome.seconds:.0f} s)\n"
+            f"each group drained in: "
+            + ", ".join(f"{DESIGNS[k].title[0]} {s:.1f} s" for k, s in sorted(outcome.drained.items())))
 
 
 def verdict(outcome):
