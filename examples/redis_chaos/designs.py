@@ -71,14 +71,16 @@ class Inbox:
     UPDATE ... FROM changes each row once however many payments join it."""
     key, title = "c", "C. idempotent_inbox claim_apply_many"
     batch = 100
+    # psycopg sends a list of str untyped: the casts type the arrays without the help
+    # of the library's parse hook, which a session gets only once the library is loaded.
     CLAIM_APPLY_MANY = """
-        SELECT outcome::text FROM inbox.claim_apply_many('payments', %s,
+        SELECT outcome::text FROM inbox.claim_apply_many('payments', %s::text[],
             'UPDATE accounts a SET balance = a.balance + m.total, paid_by = m.ids
                FROM (SELECT account, sum(amount) AS total, array_agg(id) AS ids
-                       FROM unnest($1, $2::text[], $3::int[]) AS u(id, account, amount)
+                       FROM unnest($1, $2, $3) AS u(id, account, amount)
                       GROUP BY account) m
               WHERE a.id = m.account',
-            %s, %s)"""
+            %s::text[], %s::int[])"""
 
     def setup(self, conn):
         conn.execute("SELECT inbox.create_inbox('payments')")
