@@ -5,13 +5,16 @@
 
 On start it first takes back the entries its group left pending (XAUTOCLAIM): those a
 killed predecessor had read but not acknowledged.  That is the redelivery.  Then it
-reads new entries (XREADGROUP) until it is stopped.  Every entry is XACKed only after
-the design's handle() has committed.
+reads new entries (XREADGROUP) until it is stopped.  The entries go to the design's
+handle_batch() in batches of the design's size (one for A, B and D, a whole poll of up
+to 100 for C), and every batch is XACKed only after handle_batch() has committed.
 
 The crash plan kills the process with SIGKILL at the design's crash points (and just
-before XACK) for a CRASH_RATE share of the payments.  Whether a payment crashes at a
-point depends only on the seed, the design, the payment and the point, so a run's
-planned crashes can be reproduced; the supervisor adds kills at random times on top.
+before XACK) for a CRASH_RATE share of the payments: a batch crashes at a point if any
+of its payments does, so C's crashes hit it with a whole poll in flight.  Whether a
+payment crashes at a point depends only on the seed, the design, the payment and the
+point, so a run's planned crashes can be reproduced; the supervisor adds kills at
+random times on top.
 """
 import os
 import random
@@ -23,25 +26,31 @@ import referee
 from designs import DESIGNS, schema_of
 from payments import Payment
 
-BATCH = 10          # entries per XREADGROUP; all of them stay pending until acknowledged
+POLL = 10           # entries per XREADGROUP at least; all of them stay pending until acknowledged
 BLOCK_MS = 1000
 
 
 class CrashPlan:
     def __init__(self, r, design_key, seed, rate):
         self.r, self.design_key, self.seed, self.rate = r, design_key, seed, rate
-        self.payment = None
+        self.batch = []
         self.redelivered = False
 
     def __call__(self, point):
         # A redelivered entry never crashes by plan: its plan would repeat forever.
         if self.redelivered or self.rate <= 0:
             return
-        draw = random.Random(f"{self.seed}/{self.design_key}/{self.payment.id}/{point}")
-        if draw.random() < self.rate:
+        if any(self._draw(payment, point) < self.rate for payment in self.batch):
             # Counted first: once killed, this process can tell nobody anything.
-            self.r.hincrby(broker.STATS, f"{self.design_key}:crash:{point}", 1)
+            pipe = self.r.pipeline()
+            pipe.hincrby(broker.STATS, f"{self.design_key}:crash:{point}", 1)
+            pipe.hincrby(broker.STATS, f"{self.design_key}:crash_in_flight:{point}",
+                         len(self.batch))
+            pipe.execute()
             os.kill(os.getpid(), signal.SIGKILL)
+
+    def _draw(self, payment, point):
+        return random.Random(f"{self.seed}/{self.design_key}/{payment.id}/{point}").random()
 
 
 def reclaim(r, group, name):
@@ -69,28 +78,40 @@ def main(design_key, name, port, seed, rate):
     group = broker.group_of(design_key)
     crash = CrashPlan(r, design_key, seed, float(rate))
 
-    def process(entry_id, fields, redelivered):
-        crash.payment = Payment.from_fields(fields)
-        crash.redelivered = redelivered
-        outcome = design.handle(conn, crash.payment, crash)
-        if outcome == "duplicate":
-            r.hincrby(broker.STATS, f"{design_key}:skipped", 1)
-            if redelivered:
-                r.hincrby(broker.STATS, f"{design_key}:skipped_redelivery", 1)
-        crash("before_ack")
-        r.xack(broker.STREAM, group, entry_id)
+    def process(entries, redelivered):
+        for start in range(0, len(entries), design.batch):
+            batch = entries[start:start + design.batch]
+            crash.batch = [Payment.from_fields(fields) for _entry_id, fields in batch]
+            crash.redelivered = redelivered
+            outcomes = design.handle_batch(conn, crash.batch, crash)
+            count(crash.batch, outcomes, redelivered)
+            crash("before_ack")
+            r.xack(broker.STREAM, group, *[entry_id for entry_id, _fields in batch])
+
+    def count(batch, outcomes, redelivered):
+        ids = [p.id for p in batch]
+        skipped = [n for n, outcome in enumerate(outcomes) if outcome == "duplicate"]
+        pipe = r.pipeline()
+        pipe.hincrby(broker.STATS, f"{design_key}:batches", 1)
+        pipe.hincrby(broker.STATS, f"{design_key}:entries", len(batch))
+        pipe.hincrby(broker.STATS, f"{design_key}:skipped", len(skipped))
+        if redelivered:
+            pipe.hincrby(broker.STATS, f"{design_key}:skipped_redelivery", len(skipped))
+        else:
+            # A payment the producer resent into the same batch: one call, two entries.
+            pipe.hincrby(broker.STATS, f"{design_key}:skipped_in_batch",
+                         sum(1 for n in skipped if ids[n] in ids[:n]))
+        pipe.execute()
 
     pending = reclaim(r, group, name)
     if pending:
         r.hincrby(broker.STATS, f"{design_key}:reclaimed", len(pending))
     forget_dead_consumers(r, group, name)
-    for entry_id, fields in pending:
-        process(entry_id, fields, redelivered=True)
+    process(pending, redelivered=True)
     while True:
         for _stream, entries in r.xreadgroup(group, name, {broker.STREAM: ">"},
-                                             count=BATCH, block=BLOCK_MS):
-            for entry_id, fields in entries:
-                process(entry_id, fields, redelivered=False)
+                                             count=max(POLL, design.batch), block=BLOCK_MS):
+            process(entries, redelivered=False)
 
 
 if __name__ == "__main__":

@@ -48,10 +48,15 @@ class Outcome:
     reclaimed: dict         # design key -> entries taken back by XAUTOCLAIM
     caught_redeliveries: dict   # design key -> redelivered entries it skipped as duplicates
     seconds: float
+    drained: dict           # design key -> seconds until its group had every entry acknowledged
     redis_port: int
+    stats: dict             # the consumers' counters (broker.STATS), as ints
 
     def result(self, design_key):
         return next(r for r in self.results if r.design_key == design_key)
+
+    def stat(self, design_key, name):
+        return self.stats.get(f"{design_key}:{name}", 0)
 
     @property
     def kills(self):
@@ -81,10 +86,10 @@ def run(events, kills, seed, crash_rate, resend_rate=0.02, say=print):
             f"(seed {seed}) ...")
         sup = Supervisor(r, server.port, workdir, keys, seed, crash_rate, kills, rng)
         sup.run(timeout)
-        stats = r.hgetall(broker.STATS)
+        stats = {name: int(n) for name, n in r.hgetall(broker.STATS).items()}
 
     def stat(name):
-        return int(stats.get(name, 0))
+        return stats.get(name, 0)
 
     results = []
     for key in keys:
@@ -98,16 +103,27 @@ def run(events, kills, seed, crash_rate, resend_rate=0.02, say=print):
         planned_crashes={point: sum(stat(f"{k}:crash:{point}") for k in keys) for point in POINTS},
         reclaimed={k: stat(f"{k}:reclaimed") for k in keys},
         caught_redeliveries={k: stat(f"{k}:skipped_redelivery") for k in keys},
-        seconds=time.monotonic() - started, redis_port=server.port)
+        seconds=time.monotonic() - started, drained=sup.drained, redis_port=server.port,
+        stats=stats)
 
 
 def summary(outcome):
     planned = sum(outcome.planned_crashes.values())
     where = ", ".join(f"{n} {POINTS[point]}" for point, n in outcome.planned_crashes.items())
+    drained = ", ".join(f"{DESIGNS[k].title[0]} {s:.1f} s"
+                        for k, s in sorted(outcome.drained.items()))
+
+    def c(name):
+        return outcome.stat("c", name)
+
     return (f"chaos: {outcome.kills} SIGKILLs, {outcome.supervisor_kills} at random times, "
             f"{planned} planned:\n       {where}\n"
             f"redelivery: after the restarts XAUTOCLAIM took back "
-            f"{sum(outcome.reclaimed.values())} pending entries ({outcome.seconds:.0f} s)")
+            f"{sum(outcome.reclaimed.values())} pending entries ({outcome.seconds:.0f} s)\n"
+            f"batches: C committed {c('batches')} claim_apply_many calls for {c('entries')} "
+            f"entries; {c('skipped_redelivery')} redelivered\n"
+            f"         and {c('skipped_in_batch')} resent inside one poll came back 'duplicate'\n"
+            f"drained: {drained} (each group, until every entry was acknowledged)")
 
 
 def verdict(outcome):

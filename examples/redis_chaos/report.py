@@ -41,8 +41,8 @@ def judge(design_key, expected, actual, applications, payment_ids, kills):
 
 
 def table(results):
-    lines = [f"{'design':<34} {'kills':>5} {'expected':>9} {'actual':>9}   verdict"]
+    lines = [f"{'design':<36} {'kills':>5} {'expected':>9} {'actual':>9}   verdict"]
     for r in results:
-        lines.append(f"{r.title:<34} {r.kills:>5} {sum(r.expected.values()):>9} "
+        lines.append(f"{r.title:<36} {r.kills:>5} {sum(r.expected.values()):>9} "
                      f"{sum(r.actual.values()):>9}   {r.verdict()}")
     return "\n".join(lines)

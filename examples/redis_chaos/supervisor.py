@@ -42,14 +42,16 @@ class Supervisor:
         self.consumers = {}
         self.killed = dict.fromkeys(design_keys, 0)     # by the supervisor
         self.restarts = dict.fromkeys(design_keys, 0)
+        self.drained = {}           # design key -> seconds until its group had every entry
 
     def run(self, timeout):
-        deadline = time.monotonic() + timeout
+        started = time.monotonic()
+        deadline = started + timeout
         try:
             for key in self.design_keys:
                 self._start(key, 1)
             next_kill = time.monotonic() + self.rng.uniform(*KILL_GAP)
-            while not all(broker.group_done(self.r, key) for key in self.design_keys):
+            while not self._all_drained(started):
                 if time.monotonic() > deadline:
                     raise ConsumerFailed(f"the consumers did not finish within {timeout:.0f} s")
                 self._restart_the_dead()
@@ -60,6 +62,12 @@ class Supervisor:
         finally:
             for consumer in self.consumers.values():
                 children.stop(consumer.proc)
+
+    def _all_drained(self, started):
+        for key in self.design_keys:
+            if key not in self.drained and broker.group_done(self.r, key):
+                self.drained[key] = time.monotonic() - started
+        return len(self.drained) == len(self.design_keys)
 
     def _start(self, key, incarnation):
         log = os.path.join(self.workdir, f"consumer-{key}-{incarnation}.log")

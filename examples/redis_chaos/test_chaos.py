@@ -1,27 +1,39 @@
 #!/usr/bin/env python3
 """A short run of the Redis chaos demo (demo.py) with a fixed seed.  Asserts that the
 inbox design (C) ends exact, and that the run really exercised what it claims to:
-consumers were SIGKILLed in every window, XAUTOCLAIM redelivered entries, the inbox
-recognised redelivered payments, and the design without deduplication (A) did apply
-duplicates.  B and D are allowed to be right by luck.  Prints TAP for prove, one line
-per assertion.  Connects with the PG* environment variables; needs a database where
+consumers were SIGKILLed in every window, C with whole polls in flight, XAUTOCLAIM
+redelivered entries, C applied its polls with one claim_apply_many call each and
+recognised redelivered payments and payments repeated inside a poll, and the design
+without deduplication (A) did apply duplicates.  B and D are allowed to be right by
+luck.  Also checks the referee itself: it refuses a balance change that names no
+payment and counts an id named twice twice.  Prints TAP for prove, one line per
+assertion.  Connects with the PG* environment variables; needs a database where
 idempotent_inbox is installed.  Needs redis-server, python3-redis and python3-psycopg.
 """
 import os
+import random
 import sys
+from collections import Counter
 
+import psycopg
 import redis
 
 import demo
+import payments
+import referee
 import report
+from designs import schema_of
 
 sys.path.append(os.path.join(os.path.dirname(os.path.abspath(__file__)),
                              "..", "..", "test", "python"))
-from inbox_tap import at_least, died, done, ok  # noqa: E402
+from inbox_tap import at_least, died, done, eq, ok, run_scenario  # noqa: E402
 
-# Seed 23 plans, among others, 7 crashes between C's COMMIT and XACK and 8 between D's
-# two COMMITs: the assertions below do not hang on one lucky kill.
+# Seed 23 plans, among others, 8 crashes between D's two COMMITs, and for C, whose
+# polls are the stream cut into hundreds (11 polls), 2 polls killed before COMMIT and 5
+# after COMMIT before XACK, and 4 payments resent into the poll of their first
+# delivery: the assertions below do not hang on one lucky kill.
 EVENTS, KILLS, SEED, CRASH_RATE = 1000, 4, 23, 0.005
+POLL = 100
 
 
 def server_gone(port):
@@ -43,25 +55,79 @@ def main():
         print(f"# {line}")
 
     c, a = outcome.result("c"), outcome.result("a")
-    ok(c.actual == c.expected, "C (claim_apply): every account's balance is right",
+    ok(c.actual == c.expected, "C (claim_apply_many): every account's balance is right",
        f"got:  {c.actual}\nwant: {c.expected}")
     ok(c.twice == 0 and c.lost == 0,
-       "C (claim_apply): the referee saw each payment applied exactly once",
+       "C (claim_apply_many): the referee saw each payment applied exactly once",
        f"{c.twice} applied twice, {c.lost} lost")
+    # demo.run makes its payments first from random.Random(seed).
+    ids = [p.id for p in payments.make_payments(EVENTS, random.Random(SEED))]
+    ledger = referee.applications("c")
+    ok(ledger == Counter(ids),
+       "C (claim_apply_many): the referee's ledger holds every payment id once and nothing else",
+       f"{len(ledger)} ids, {sum(ledger.values())} rows, want {len(ids)}")
     at_least(outcome.supervisor_kills, 1, "the supervisor SIGKILLed consumers at random times")
     for point, where in demo.POINTS.items():
         at_least(outcome.planned_crashes[point], 1, f"a consumer was SIGKILLed {where}")
     at_least(c.kills, 1, "C's consumer was SIGKILLed")
+    batch_path(outcome)
     at_least(outcome.reclaimed["c"], 1, "XAUTOCLAIM redelivered entries to C's restarted consumer")
-    at_least(outcome.caught_redeliveries["c"], 1,
-             "C's inbox answered 'duplicate' to a redelivered payment")
     ok(sum(a.actual.values()) > sum(a.expected.values()),
        "A (no dedup) ends above the right balance: duplicates were delivered and applied",
        f"A: {sum(a.actual.values())}, expected {sum(a.expected.values())}")
     at_least(a.twice, outcome.resent + 1,
              "A applied every producer resend and at least one consumer redelivery twice")
     ok(server_gone(outcome.redis_port), "the private Redis server is stopped")
+    run_scenario(referee_checks)
     return done()
+
+
+def batch_path(outcome):
+    """C took its polls whole: one claim_apply_many call per poll, crashes with a poll in
+    flight, and the duplicates answered inside the call."""
+    def c(name):
+        return outcome.stat("c", name)
+
+    entries, calls = c("entries"), c("batches")
+    # A fresh poll holds 100 entries, all but the stream's last; a restart's reclaimed
+    # entries are at most one poll (C has one poll pending at a time).  One call per
+    # entry would make this 1.
+    ok(calls > 0 and entries / calls >= POLL / 2,
+       "C applied its polls with one claim_apply_many call each",
+       f"{entries} entries in {calls} calls")
+    for point in ("before_commit", "before_ack"):
+        crashes, in_flight = c(f"crash:{point}"), c(f"crash_in_flight:{point}")
+        # Only the stream's last poll is short.
+        ok(crashes >= 1 and in_flight >= crashes * POLL / 2,
+           f"C was SIGKILLed {demo.POINTS[point]} with a whole poll in flight",
+           f"{crashes} planned crashes, {in_flight} entries in flight")
+    # A poll killed after COMMIT comes back whole, and every entry of it is a duplicate.
+    at_least(outcome.caught_redeliveries["c"], POLL * c("crash:before_ack"),
+             "C's claim_apply_many answered 'duplicate' to every payment of a poll "
+             "redelivered after COMMIT")
+    at_least(c("skipped_in_batch"), 1,
+             "C's claim_apply_many answered 'duplicate' to a payment resent into the same poll")
+
+
+def referee_checks():
+    """The referee's instrument on its own: paid_by must name what an UPDATE applies,
+    and each id named is one application."""
+    with referee.connect(schema_of("a")) as conn:
+        try:
+            conn.execute("UPDATE accounts SET balance = balance + 1 WHERE id = 'acct-01'")
+            ok(False, "the referee refuses a balance change that names no payment")
+        except psycopg.errors.IntegrityConstraintViolation:
+            ok(True, "the referee refuses a balance change that names no payment")
+        conn.rollback()
+        conn.execute("""UPDATE accounts SET balance = balance + 2,
+                                            paid_by = ARRAY['probe', 'probe']
+                         WHERE id = 'acct-01'""")
+        eq(conn.execute("""SELECT count(*) FROM chaos_referee.applied
+                            WHERE payment_id = 'probe'""").fetchone()[0], 2,
+           "the referee counts a payment named twice in one UPDATE as applied twice")
+        eq(conn.execute("SELECT count(*) FROM accounts WHERE paid_by IS NOT NULL").fetchone()[0],
+           0, "the referee's column is never stored")
+        conn.rollback()
 
 
 if __name__ == "__main__":
