@@ -98,6 +98,34 @@ DROP TABLE force_fired;
 SHOW idempotent_inbox.force_path;
 SELECT id, val, state FROM force_rows ORDER BY id;
 
+-- A claim without fingerprint or retention takes the direct path.  While
+-- duplicates are rare it inserts without looking first (no index scan for a fresh
+-- id); a duplicate is then found by the insertion itself, which leaves one killed
+-- row (inserted 1) before the look (scans 1).  One duplicate is enough for the next
+-- claims to look first again, and a duplicate then writes nothing.  probe forces
+-- the look for a fresh id too; insert skips it even right after a duplicate.
+SELECT inbox.create_inbox('force_direct');
+CREATE FUNCTION force_direct(path text, id text)
+RETURNS TABLE (answer boolean, scans bigint, inserted bigint) LANGUAGE plpgsql AS $$
+DECLARE
+    before_scans bigint := force_scans('force_direct');
+    before_ins bigint := pg_stat_get_xact_tuples_inserted('force_direct'::regclass);
+BEGIN
+    PERFORM set_config('idempotent_inbox.force_path', path, true);
+    answer := inbox.claim('force_direct', id);
+    scans := force_scans('force_direct') - before_scans;
+    inserted := pg_stat_get_xact_tuples_inserted('force_direct'::regclass) - before_ins;
+    RETURN NEXT;
+END $$;
+SELECT 'fresh, cold' AS "case", * FROM force_direct('auto', 'd1');
+SELECT 'duplicate, cold' AS "case", * FROM force_direct('auto', 'd1');
+SELECT 'duplicate after one' AS "case", * FROM force_direct('auto', 'd1');
+SELECT 'fresh, probe' AS "case", * FROM force_direct('probe', 'd2');
+SELECT 'duplicate, insert' AS "case", * FROM force_direct('insert', 'd2');
+SELECT message_id FROM force_direct ORDER BY 1;
+DROP FUNCTION force_direct(text, text);
+SELECT inbox.drop_inbox('force_direct');
+
 DROP FUNCTION force_calls(text, int);
 DROP FUNCTION force_scans(regclass);
 DROP TABLE force_rows;

@@ -25,7 +25,9 @@
  *														reclaimed (SQL_RECLAIM), a
  *														fingerprint compared
  *	direct		inbox_shape_direct_ok and				claim_direct: probe, then a
- *				direct_access_allowed for this call		speculative insert, no executor
+ *				direct_access_allowed for this call		speculative insert, no executor;
+ *														the insert first while nearly
+ *														every id is fresh (below)
  *	SQL			otherwise (triggers, rules, RLS,		the probe first when it pays,
  *				partitions, snapshot isolation, ...)	then SQL_CLAIM (inbox_sql.c)
  *	routed		before all of these, for a Citus		one statement that decides
@@ -34,6 +36,9 @@
  *	probe		(within checked and SQL) one duplicate in four recently, or
  *				idempotent_inbox.force_path=probe; never under snapshot isolation
  *				or row security: a committed row answers "duplicate" alone
+ *				(within direct) unless fewer than one duplicate in 64 recently,
+ *				or force_path=insert: there the probe is all a duplicate writes
+ *				nothing for, but a second index descent for every fresh id
  */
 #include "postgres.h"
 
@@ -99,6 +104,21 @@ is_plain_duplicate(const ClaimRow *row)
 #define DUP_PROBE_THRESHOLD (SHARE_SCALE / 4)
 
 /*
+ * The direct path probes unless duplicates are rarer than this: skipping its
+ * probe saves no executor, only an index descent, and costs a duplicate a
+ * killed row, so it pays only where duplicates are rare (a bulk load, a
+ * consumer between crashes).  After one duplicate the next twenty-odd claims
+ * probe again.
+ */
+#define DIRECT_PROBE_THRESHOLD (SHARE_SCALE / 64)
+
+static bool
+direct_probe_first(const InboxInfo *inbox)
+{
+	return adaptive_goes_first(inbox->dup_rate >= DIRECT_PROBE_THRESHOLD, STEP_READ);
+}
+
+/*
  * Whether to probe first: as above, unless idempotent_inbox.force_path says.
  * Never where row security applies to the caller: the probe reads the index
  * directly, so it would answer "duplicate" from a row the policies hide, where
@@ -134,7 +154,7 @@ claim_insert(InboxInfo *inbox, Datum message_id, bytea *fingerprint)
 
 	if (fingerprint == NULL)
 	{
-		ClaimDirectResult direct = claim_direct(inbox, message_id);
+		ClaimDirectResult direct = claim_direct(inbox, message_id, direct_probe_first(inbox));
 
 		if (direct != CLAIM_DIRECT_UNAVAILABLE)
 			return direct == CLAIM_DIRECT_CLAIMED;
@@ -210,7 +230,7 @@ claim_checked(InboxInfo *inbox, Datum message_id, bytea *fingerprint)
 static bool
 claim_directly(InboxInfo *inbox, Datum message_id, bool *claimed)
 {
-	ClaimDirectResult direct = claim_direct(inbox, message_id);
+	ClaimDirectResult direct = claim_direct(inbox, message_id, direct_probe_first(inbox));
 
 	if (direct == CLAIM_DIRECT_UNAVAILABLE)
 		return false;

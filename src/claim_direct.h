@@ -14,6 +14,6 @@ typedef enum ClaimDirectResult
 	CLAIM_DIRECT_DUPLICATE
 } ClaimDirectResult;
 
-extern ClaimDirectResult claim_direct(InboxInfo *inbox, Datum message_id);
+extern ClaimDirectResult claim_direct(InboxInfo *inbox, Datum message_id, bool probe_first);
 
 #endif							/* INBOX_CLAIM_DIRECT_H */

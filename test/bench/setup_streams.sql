@@ -3,9 +3,10 @@
 -- message); hand_positions is the hand-written consumer's own offset table.  Each
 -- consumer applies its messages to its own copy of 1000 accounts, whose effects
 -- column counts the messages applied, so that run can check that each was applied
--- exactly once.  For the COPY runs: sink_plain, sink_noop and sink_trig, of the same
--- shape, sink_noop with a trigger that does nothing (what any BEFORE ROW trigger
--- costs a COPY), sink_trig deduplicated by dedup_trigger into sink_inbox; and :file
+-- exactly once.  For the COPY runs: sink_plain, sink_noop, sink_trig and sink_hand, of
+-- the same shape, sink_noop with a trigger that does nothing (what any BEFORE ROW
+-- trigger costs a COPY), sink_trig deduplicated by dedup_trigger into sink_inbox,
+-- sink_hand by a hand-written PL/pgSQL trigger into sink_hand_inbox; and :file
 -- (psql -v) with :rows rows, ids in random order as uuids or hashes arrive.
 \set ON_ERROR_STOP 1
 SELECT inbox.create_inbox('stream_inbox');
@@ -40,6 +41,23 @@ CREATE TRIGGER sink_pass BEFORE INSERT ON sink_noop FOR EACH ROW EXECUTE FUNCTIO
 CREATE TABLE sink_trig (LIKE sink_plain INCLUDING ALL);
 CREATE TRIGGER sink_dedup BEFORE INSERT ON sink_trig
     FOR EACH ROW EXECUTE FUNCTION inbox.dedup_trigger('sink_inbox', 'id');
+-- The same deduplication by hand: a PL/pgSQL row trigger claiming into a plain table.
+CREATE TABLE sink_hand (LIKE sink_plain INCLUDING ALL);
+CREATE TABLE sink_hand_inbox (
+    message_id text PRIMARY KEY,
+    claimed_at timestamptz NOT NULL DEFAULT now()
+);
+CREATE FUNCTION dedup_by_hand() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    INSERT INTO sink_hand_inbox (message_id) VALUES (NEW.id) ON CONFLICT DO NOTHING;
+    IF FOUND THEN
+        RETURN NEW;
+    END IF;
+    RETURN NULL;
+END
+$$;
+CREATE TRIGGER sink_hand_dedup BEFORE INSERT ON sink_hand
+    FOR EACH ROW EXECUTE FUNCTION dedup_by_hand();
 COPY (SELECT md5('evt' || g), 1 + g % 1000, 100 + g % 9000, 'EUR',
              timestamptz '2024-01-01' + g * interval '1 second'
         FROM generate_series(1, :rows) g) TO :'file';
