@@ -16,6 +16,7 @@
 #   make test-versions  every suite on every tested major (15, 17, 18, 19)
 #   make bench     the benchmark suite (test/bench/README.md)
 #   make bench-citus  its Citus section: a coordinator and two workers
+#   make bench-growth its growth section: inboxes of 1M to 50M claims
 #   make fuzz      the long fuzz run (test/fuzz/README.md)
 #   make valgrind  regress and isolation under valgrind
 #   make deb       the Debian packages (debian/, pg_buildext), built in build/deb
@@ -64,7 +65,7 @@ include $(PGXS)
 $(OBJS): $(wildcard src/*.h)
 
 # The harness: scripts that need no PGXS variable, so that they run before pg_config exists.
-.PHONY: demo test test-versions bench bench-citus fuzz valgrind deb
+.PHONY: demo test test-versions bench bench-citus bench-growth fuzz valgrind deb
 
 demo:
 	@bash test/harness/demo
@@ -80,6 +81,9 @@ bench:
 
 bench-citus:
 	@BENCH_ONLY=citus bash test/harness/bench
+
+bench-growth:
+	@BENCH_ONLY=growth bash test/harness/bench
 
 fuzz:
 	@bash test/fuzz/run
