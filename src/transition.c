@@ -40,6 +40,7 @@
 #include "utils/rel.h"
 
 #include "adaptive.h"
+#include "compat.h"
 #include "inbox.h"
 #include "direct_access.h"
 #include "row_values.h"
@@ -387,7 +388,12 @@ primary_key_column(Relation rel, void *arg)
 	Bitmapset  *columns = NULL;
 	int			member = -1;
 
-	(void) shape_unique_key(rel, NULL);		/* none, or a deferrable one: 42P10 */
+	/* A deferrable primary key is no arbiter for ON CONFLICT, nor a key here. */
+	if (!OidIsValid(compat_immediate_primary_key(rel)))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_COLUMN_REFERENCE),
+				 errmsg("table \"%s\" has no primary key", RelationGetRelationName(rel)),
+				 errhint("Pass the key as a jsonb object naming the columns of a unique constraint to inbox.transition().")));
 	indexed = RelationGetIndexAttrBitmap(rel, INDEX_ATTR_BITMAP_PRIMARY_KEY);
 	while ((member = bms_next_member(indexed, member)) >= 0)
 		columns = bms_add_member(columns, member + FirstLowInvalidHeapAttributeNumber);
