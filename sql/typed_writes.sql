@@ -170,6 +170,18 @@ SELECT inbox.upsert_row(NULL::ur);
 \echo :SQLSTATE
 SELECT inbox.upsert_row(ROW(2, 1, NULL, 'x')::ur, '{note}');
 \echo :SQLSTATE
+-- A row is unchanged only when every value has the same image: a NULL that
+-- becomes a value is a change, and so is numeric 1.0 becoming 1.00, which "="
+-- calls equal (such columns are compared as records, by image).
+CREATE TABLE ur_img (id int PRIMARY KEY, n numeric, t text, c char(3), b bpchar);
+SELECT inbox.upsert_row(ROW(1, 1.0, NULL, 'a', 'b')::ur_img) AS inserted,
+       inbox.upsert_row(ROW(1, 1.0, 'x', 'a', 'b')::ur_img) AS null_to_value,
+       inbox.upsert_row(ROW(1, 1.00, 'x', 'a', 'b')::ur_img) AS same_number_new_image,
+       inbox.upsert_row(ROW(1, 1.00, 'x', 'a', 'b')::ur_img) AS unchanged,
+       inbox.upsert_row(ROW(1, 1.00, 'x', 'a', 'b ')::ur_img) AS trailing_blank,
+       inbox.upsert_row(ROW(1, 1.00, NULL, 'a', 'b ')::ur_img) AS value_to_null;
+SELECT n, t, c, b || '|' AS b FROM ur_img;
+DROP TABLE ur_img;
 -- Large values compare by their contents, compressed or not.
 SELECT inbox.upsert_row(ROW(3, 1, NULL, repeat('z', 100000))::ur) AS inserted,
        inbox.upsert_row(ROW(3, 1, NULL, repeat('z', 100000))::ur) AS unchanged;
