@@ -2,6 +2,8 @@
  * upsert.c
  *		inbox.upsert and inbox.upsert_row: an idempotent write of a whole or partial
  *		row, keyed by the primary key or by the columns of a unique constraint.
+ *		upsert takes a jsonb object; upsert_row a row of the table's own type, whose
+ *		values are taken as they are (row_values_from_row).
  *
  * Outcomes:
  *	inserted	no row had the key
@@ -12,8 +14,10 @@
  * A replay must write nothing: no new row version, no row lock, no trigger.  So the
  * stored row is read first, from the index (direct_access.c) or, when the caller may not
  * read the table directly, with a SELECT, and compared byte for byte (image
- * equality, which needs no equality operator per type; in SQL the casts to record
- * keep the parser from turning it into a column-by-column comparison); only a row that is missing or differs goes
+ * equality, which needs no equality operator per type; in SQL, "=" for the columns
+ * whose btree equality is image equality, and for the rest a record comparison whose
+ * casts to record keep the parser from turning it into a column-by-column one:
+ * append_same_row); only a row that is missing or differs goes
  * to INSERT ... ON CONFLICT DO UPDATE, whose WHERE repeats the same test so that a
  * concurrent writer between the two statements is still handled right.  Racing
  * upserts of one new key both succeed: ON CONFLICT turns the loser into an update.
