@@ -172,7 +172,7 @@ SELECT inbox.upsert_row(ROW(2, 1, NULL, 'x')::ur, '{note}');
 \echo :SQLSTATE
 -- A row is unchanged only when every value has the same image: a NULL that
 -- becomes a value is a change, and so is numeric 1.0 becoming 1.00, which "="
--- calls equal (such columns are compared as records, by image).
+-- calls equal.
 CREATE TABLE ur_img (id int PRIMARY KEY, n numeric, t text, c char(3), b bpchar);
 SELECT inbox.upsert_row(ROW(1, 1.0, NULL, 'a', 'b')::ur_img) AS inserted,
        inbox.upsert_row(ROW(1, 1.0, 'x', 'a', 'b')::ur_img) AS null_to_value,

@@ -14,10 +14,8 @@
  * A replay must write nothing: no new row version, no row lock, no trigger.  So the
  * stored row is read first, from the index (direct_access.c) or, when the caller may not
  * read the table directly, with a SELECT, and compared byte for byte (image
- * equality, which needs no equality operator per type; in SQL, "=" for the columns
- * whose btree equality is image equality, and for the rest a record comparison whose
- * casts to record keep the parser from turning it into a column-by-column one:
- * append_same_row); only a row that is missing or differs goes
+ * equality, which needs no equality operator per type; in SQL the casts to record
+ * keep the parser from turning it into a column-by-column comparison); only a row that is missing or differs goes
  * to INSERT ... ON CONFLICT DO UPDATE, whose WHERE repeats the same test so that a
  * concurrent writer between the two statements is still handled right.  Racing
  * upserts of one new key both succeed: ON CONFLICT turns the loser into an update.
@@ -38,14 +36,12 @@
 #include "postgres.h"
 
 #include "access/htup_details.h"
-#include "access/nbtree.h"
 #include "access/table.h"
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
 #include "miscadmin.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
-#include "utils/fmgroids.h"
 #include "utils/datum.h"
 #include "utils/jsonb.h"
 #include "utils/lsyscache.h"
@@ -166,77 +162,21 @@ CheckRowHasVersion(UpsertPlan *plan, Jsonb *row)
 }
 
 /*
- * The equality operator of a column whose type's btree equality is image equality
- * (the opclass's equalimage support function says so for the column's collation,
- * as it does for integers, text under a deterministic collation, uuid, timestamps),
- * or InvalidOid.  For such a column "=" answers exactly what image equality would.
- */
-static Oid
-image_equality_operator(Form_pg_attribute att)
-{
-	TypeCacheEntry *type = lookup_type_cache(att->atttypid, TYPECACHE_BTREE_OPFAMILY);
-	Oid			proc;
-
-	/*
-	 * bpchar's "=" ignores trailing blanks that an unconstrained column keeps: its
-	 * images may differ where it says equal.
-	 */
-	if (type->typtype != TYPTYPE_BASE || att->atttypid == BPCHAROID ||
-		!OidIsValid(type->btree_opf) || type->btree_opintype != att->atttypid)
-		return InvalidOid;
-	proc = get_opfamily_proc(type->btree_opf, att->atttypid, att->atttypid, BTEQUALIMAGE_PROC);
-	if (!OidIsValid(proc) ||
-		!DatumGetBool(OidFunctionCall1Coll(proc, att->attcollation,
-										   ObjectIdGetDatum(att->atttypid))))
-		return InvalidOid;
-	return get_opfamily_member(type->btree_opf, att->atttypid, att->atttypid,
-							   BTEqualStrategyNumber);
-}
-
-/*
- * The stored row holds exactly these values, by image equality.  Columns whose
- * equality is image equality are compared one by one with it, "((t.a = <a>) IS
- * TRUE OR (t.a IS NULL AND <a> IS NULL))" (never NULL, as NOT (...) needs), which
- * costs the executor far less than building two records per row; the rest as "ROW(t.b, ...)::record *= ROW(<b>, ...)::record".
- * other is a row alias such as EXCLUDED, or NULL for the parameters.
+ * "ROW(t.a, t.b)::record *= ROW(<a>, <b>)::record": the stored row holds exactly
+ * these values, by image equality.  other is a row alias such as EXCLUDED, or
+ * NULL for the parameters.
  */
 static void
 append_same_row(StringInfo sql, UpsertPlan *plan, const char *other)
 {
-	TupleDesc	desc = RelationGetDescr(plan->rel);
-	Bitmapset  *rest = NULL;
-	int			attnum = -1;
-	bool		first = true;
-
-	appendStringInfoChar(sql, '(');
-	while ((attnum = bms_next_member(plan->present, attnum)) >= 0)
-	{
-		Oid			eq = image_equality_operator(TupleDescAttr(desc, attnum - 1));
-		const char *c = shape_column_name(plan->rel, attnum);
-		char	   *value;
-
-		if (!OidIsValid(eq))
-		{
-			rest = bms_add_member(rest, attnum);
-			continue;
-		}
-		value = other != NULL ? psprintf("%s.%s", other, c) : psprintf("$%d", plan->params[attnum]);
-		appendStringInfo(sql, "%s((t.%s %s %s) IS TRUE OR (t.%s IS NULL AND %s IS NULL))",
-						 first ? "" : " AND ", c, shape_operator(eq), value, c, value);
-		first = false;
-	}
-	if (rest != NULL)
-	{
-		appendStringInfo(sql, "%sROW(", first ? "" : " AND ");
-		shape_append_columns(sql, plan->rel, rest, "t");
-		appendStringInfoString(sql, ")::pg_catalog.record OPERATOR(pg_catalog.*=) ROW(");
-		if (other != NULL)
-			shape_append_columns(sql, plan->rel, rest, other);
-		else
-			shape_append_params(sql, rest, plan->params);
-		appendStringInfoString(sql, ")::pg_catalog.record");
-	}
-	appendStringInfoChar(sql, ')');
+	appendStringInfoString(sql, "ROW(");
+	shape_append_columns(sql, plan->rel, plan->present, "t");
+	appendStringInfoString(sql, ")::pg_catalog.record OPERATOR(pg_catalog.*=) ROW(");
+	if (other != NULL)
+		shape_append_columns(sql, plan->rel, plan->present, other);
+	else
+		shape_append_params(sql, plan->present, plan->params);
+	appendStringInfoString(sql, ")::pg_catalog.record");
 }
 
 /* "(t.v IS NULL OR t.v < <v>)": the new version wins; a stored NULL always loses. */
