@@ -1,7 +1,9 @@
 /*
  * transition.c
  *		inbox.transition: an absolute state change guarded by the current state, so
- *		that a redelivered "move to PAID" is a harmless replay.
+ *		that a redelivered "move to PAID" is a harmless replay.  The row is named by
+ *		a jsonb object of key columns (transition), or by the value of the table's
+ *		one-column primary key (transition_key); both share everything after that.
  *
  * Outcomes:
  *	moved		the row was in one of from_states and is now in to_state
