@@ -416,6 +416,26 @@ LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY INVOKER;
 COMMENT ON FUNCTION inbox.transition(pg_catalog.regclass, pg_catalog.jsonb, pg_catalog.text, pg_catalog.text) IS
     'move the row with this key to to_state from any state the column''s machine allows';
 
+-- The row named by the value of its table's primary key (a single column).  "any",
+-- not anyelement, so that an untyped literal (or driver parameter) is read by the
+-- key column type's input function, as the jsonb form reads a string; a value of
+-- another type is cast as an INSERT would.  Not an overload of transition: with one,
+-- every call passing an untyped jsonb literal would be ambiguous.
+CREATE FUNCTION inbox.transition_key(target pg_catalog.regclass, key "any",
+                                           state_column pg_catalog.text,
+                                           from_states pg_catalog.text[], to_state pg_catalog.text)
+RETURNS inbox.transition_outcome AS 'MODULE_PATHNAME', 'inbox_transition_key'
+LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY INVOKER;
+COMMENT ON FUNCTION inbox.transition_key(pg_catalog.regclass, "any", pg_catalog.text, pg_catalog.text[], pg_catalog.text) IS
+    'move the row with this primary key value to to_state if it is in one of from_states (NULL: the states the column''s machine allows)';
+
+CREATE FUNCTION inbox.transition_key(target pg_catalog.regclass, key "any",
+                                           state_column pg_catalog.text, to_state pg_catalog.text)
+RETURNS inbox.transition_outcome AS 'MODULE_PATHNAME', 'inbox_transition_key'
+LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY INVOKER;
+COMMENT ON FUNCTION inbox.transition_key(pg_catalog.regclass, "any", pg_catalog.text, pg_catalog.text) IS
+    'move the row with this primary key value to to_state from any state the column''s machine allows';
+
 CREATE FUNCTION inbox.guard_trigger()
 RETURNS trigger AS 'MODULE_PATHNAME', 'inbox_guard_trigger'
 LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY INVOKER;

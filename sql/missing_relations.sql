@@ -24,6 +24,7 @@ INSERT INTO calls VALUES
   ('inbox.claim_apply(%s, ''m'', ''SELECT 1'')'),
   ('inbox.upsert(%s, ''{"id": 1}'')'),
   ('inbox.transition(%s, ''{"id": 1}'', ''state'', ARRAY[''a''], ''b'')'),
+  ('inbox.transition_key(%s, 1, ''state'', ARRAY[''a''], ''b'')'),
   ('inbox.guard_transitions(%s, ''state'', ''{"a": ["b"]}'')'),
   ('inbox.unguard_transitions(%s, ''state'')'),
   ('inbox.claim(%s, ''m'', inbox.fingerprint(''{"x": 1}''))'),

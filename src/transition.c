@@ -1,7 +1,9 @@
 /*
  * transition.c
  *		inbox.transition: an absolute state change guarded by the current state, so
- *		that a redelivered "move to PAID" is a harmless replay.
+ *		that a redelivered "move to PAID" is a harmless replay.  The row is named by
+ *		a jsonb object of key columns (transition), or by the value of the table's
+ *		one-column primary key (transition_key); both share everything after that.
  *
  * Outcomes:
  *	moved		the row was in one of from_states and is now in to_state
@@ -30,6 +32,9 @@
 #include "access/table.h"
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
+#include "nodes/makefuncs.h"
+#include "optimizer/optimizer.h"
+#include "parser/parse_coerce.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/jsonb.h"
@@ -37,6 +42,7 @@
 #include "utils/rel.h"
 
 #include "adaptive.h"
+#include "compat.h"
 #include "inbox.h"
 #include "direct_access.h"
 #include "row_values.h"
@@ -118,25 +124,38 @@ source_states(FunctionCallInfo fcinfo, int argno, Relation rel, AttrNumber attnu
 /*
  * The key columns are $1..$k; the new state is $k+1, the sources (text forms) $k+2.
  * format('%s', v) is v's text form (the type's output function), the form the
- * direct read compares; compared bytewise, as strcmp does.
+ * direct read compares; compared bytewise, as strcmp does.  A text or varchar
+ * value is its own text form, so such a column is compared as it is, which spares
+ * every move two output calls and a format string.  No RETURNING: the count of
+ * rows updated says whether the row moved.
  */
 static char *
-move_sql(const char *target, const char *column, Oid keyindex, const int *params, int nkeys)
+move_sql(const char *target, const char *column, Oid type, Oid keyindex, const int *params,
+		 int nkeys)
 {
 	StringInfoData sql;
+	bool		own_text = type == TEXTOID || type == VARCHAROID;
 
 	initStringInfo(&sql);
 	appendStringInfo(&sql, "UPDATE %s AS t SET %s = $%d WHERE ", target, column, nkeys + 1);
 	shape_append_key_match(&sql, keyindex, "t", params);
 	/* Already there is a replay even when from_states lists to_state too. */
-	appendStringInfo(&sql,
-					 " AND t.%s IS NOT NULL"
-					 " AND pg_catalog.format('%%s', t.%s) COLLATE pg_catalog.\"C\""
-					 " OPERATOR(pg_catalog.=) ANY ($%d)"
-					 " AND pg_catalog.format('%%s', t.%s) COLLATE pg_catalog.\"C\""
-					 " OPERATOR(pg_catalog.<>) pg_catalog.format('%%s', $%d)"
-					 " RETURNING 1",
-					 column, column, nkeys + 2, column, nkeys + 1);
+	if (own_text)
+		appendStringInfo(&sql,
+						 " AND t.%s IS NOT NULL"
+						 " AND t.%s::pg_catalog.text COLLATE pg_catalog.\"C\""
+						 " OPERATOR(pg_catalog.=) ANY ($%d)"
+						 " AND t.%s::pg_catalog.text COLLATE pg_catalog.\"C\""
+						 " OPERATOR(pg_catalog.<>) $%d::pg_catalog.text",
+						 column, column, nkeys + 2, column, nkeys + 1);
+	else
+		appendStringInfo(&sql,
+						 " AND t.%s IS NOT NULL"
+						 " AND pg_catalog.format('%%s', t.%s) COLLATE pg_catalog.\"C\""
+						 " OPERATOR(pg_catalog.=) ANY ($%d)"
+						 " AND pg_catalog.format('%%s', t.%s) COLLATE pg_catalog.\"C\""
+						 " OPERATOR(pg_catalog.<>) pg_catalog.format('%%s', $%d)",
+						 column, column, nkeys + 2, column, nkeys + 1);
 	return sql.data;
 }
 
@@ -232,19 +251,33 @@ move_or_look(const ShapeStatements *sql, int nkeys, Oid *types, Datum *values, c
  */
 #define TRANSITION_RIGHTS (ACL_SELECT | ACL_UPDATE)
 
-PG_FUNCTION_INFO_V1(inbox_transition);
-Datum
-inbox_transition(PG_FUNCTION_ARGS)
+/*
+ * How a form of transition names its row: the key's columns, asked for once the
+ * state column and to_state are known to be given, and their values, put into row
+ * (by attribute number - 1) once every right is checked, since converting a value
+ * may fail and only a caller with the rights may learn anything from how it fails.
+ */
+typedef struct KeyForm
+{
+	Bitmapset  *(*columns) (Relation rel, void *arg);
+	void		(*values) (Relation rel, Bitmapset *keycols, void *arg, Datum *row,
+						   bool *rownulls);
+} KeyForm;
+
+/*
+ * Everything after the key's columns are known, for both forms: arguments
+ * state_column, [from_states,] to_state are at argno 2, 3 and 3 or 4.
+ */
+static Datum
+transition_common(FunctionCallInfo fcinfo, Relation rel, AclMode held, const KeyForm *form,
+				  void *arg)
 {
 	bool		explicit_sources = PG_NARGS() == 5;
 	int			to_arg = explicit_sources ? 4 : 3;
-	AclMode		held;
-	Relation	rel = shape_open(fcinfo, 0, TRANSITION_RIGHTS, false, RowExclusiveLock, &held);
-	Jsonb	   *key = shape_jsonb_arg(fcinfo, 1, "key", "{\"id\": 1}");
 	char	   *column = text_arg(fcinfo, 2, "state_column");
 	AttrNumber	attnum = shape_column(rel, column);
 	char	   *to_given = text_arg(fcinfo, to_arg, "to_state");
-	Bitmapset  *keycols = key_columns(rel, key);
+	Bitmapset  *keycols = form->columns(rel, arg);
 	Datum		to_value;
 	char	   *to_state;
 	ArrayType  *sources;
@@ -270,7 +303,7 @@ inbox_transition(PG_FUNCTION_ARGS)
 	keyindex = sql ? sql->keyindex : shape_unique_key(rel, keycols);
 
 	/* The key's values, then the new state and the allowed sources. */
-	row_values_from_jsonb(rel, key, row, rownulls);
+	form->values(rel, keycols, arg, row, rownulls);
 	(void) shape_bind_columns(rel, keycols, 1, params, types, values, nulls, row, rownulls);
 	types[nkeys] = shape_column_type(rel, attnum);
 	values[nkeys] = to_value;
@@ -286,7 +319,8 @@ inbox_transition(PG_FUNCTION_ARGS)
 
 		built.keyindex = keyindex;
 		built.keys = keycols;
-		built.sql[0] = move_sql(target, quoted, keyindex, params, nkeys);
+		built.sql[0] = move_sql(target, quoted, shape_column_type(rel, attnum), keyindex, params,
+								 nkeys);
 		built.sql[1] = look_sql(target, quoted, keyindex, params);
 		shape_cache_store(rel, SHAPE_TRANSITION, keycols, NULL, attnum, &built);
 		sql = &built;
@@ -315,4 +349,174 @@ inbox_transition(PG_FUNCTION_ARGS)
 	table_close(rel, NoLock);
 
 	PG_RETURN_DATUM(signature_enum_label(signature_of_call(fcinfo)->rettype, outcome));
+}
+
+/*
+ * The jsonb form: the columns the object names, and its values, converted as
+ * jsonb_populate_record would.
+ */
+static Bitmapset *
+key_columns_from_jsonb(Relation rel, void *arg)
+{
+	return key_columns(rel, (Jsonb *) arg);
+}
+
+static void
+key_values_from_jsonb(Relation rel, Bitmapset *keycols, void *arg, Datum *row, bool *rownulls)
+{
+	row_values_from_jsonb(rel, (Jsonb *) arg, row, rownulls);
+}
+
+static const KeyForm jsonb_key = {key_columns_from_jsonb, key_values_from_jsonb};
+
+/*
+ * The caller needs SELECT and UPDATE, checked before the lock; then SELECT on the
+ * key and state columns and UPDATE on the state column, before any row is read.
+ */
+#define TRANSITION_RIGHTS (ACL_SELECT | ACL_UPDATE)
+
+PG_FUNCTION_INFO_V1(inbox_transition);
+Datum
+inbox_transition(PG_FUNCTION_ARGS)
+{
+	AclMode		held;
+	Relation	rel = shape_open(fcinfo, 0, TRANSITION_RIGHTS, false, RowExclusiveLock, &held);
+	Jsonb	   *key = shape_jsonb_arg(fcinfo, 1, "key", "{\"id\": 1}");
+
+	return transition_common(fcinfo, rel, held, &jsonb_key, key);
+}
+
+/* transition_key's key value, of the type the caller passed. */
+typedef struct TypedKey
+{
+	Datum		value;
+	Oid			type;
+} TypedKey;
+
+/*
+ * The primary key's column.  A key of several columns has no single value: those
+ * rows are named by a jsonb object, with transition.
+ */
+static Bitmapset *
+primary_key_column(Relation rel, void *arg)
+{
+	Bitmapset  *indexed;
+	Bitmapset  *columns = NULL;
+	int			member = -1;
+
+	/* A deferrable primary key is no arbiter for ON CONFLICT, nor a key here. */
+	if (!OidIsValid(compat_immediate_primary_key(rel)))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_COLUMN_REFERENCE),
+				 errmsg("table \"%s\" has no primary key", RelationGetRelationName(rel)),
+				 errhint("Pass the key as a jsonb object naming the columns of a unique constraint to inbox.transition().")));
+	indexed = RelationGetIndexAttrBitmap(rel, INDEX_ATTR_BITMAP_PRIMARY_KEY);
+	while ((member = bms_next_member(indexed, member)) >= 0)
+		columns = bms_add_member(columns, member + FirstLowInvalidHeapAttributeNumber);
+	if (bms_num_members(columns) != 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_COLUMN_REFERENCE),
+				 errmsg("primary key of \"%s\" has %d columns, not one",
+						RelationGetRelationName(rel), bms_num_members(columns)),
+				 errhint("Pass the key as a jsonb object naming its columns to inbox.transition().")));
+	return columns;
+}
+
+/* The assignment cast of a key value, run once. */
+static Datum
+EvaluateKeyCast(Expr *cast, Form_pg_attribute att)
+{
+	Const	   *result = (Const *) evaluate_expr(cast, att->atttypid, att->atttypmod,
+												 att->attcollation);
+
+	if (!IsA(result, Const) || result->constisnull)
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("key must not be null")));
+	return result->constvalue;
+}
+
+/*
+ * The key's value as a value of the key column's type.  A value of that type is
+ * taken as it is; text, or an untyped literal (which arrives as unknown, a C
+ * string), is read by the column type's input function, as the jsonb form reads a
+ * string; any other type needs an assignment cast to the column's type, the cast
+ * an INSERT into the column would apply.  (An untyped driver parameter gets the
+ * column's type from untyped_params.c when the library is loaded.)
+ */
+static void
+key_values_from_value(Relation rel, Bitmapset *keycols, void *arg, Datum *row, bool *rownulls)
+{
+	TypedKey   *key = (TypedKey *) arg;
+	AttrNumber	attnum = bms_singleton_member(keycols);
+	Form_pg_attribute att = TupleDescAttr(RelationGetDescr(rel), attnum - 1);
+	Datum		value;
+
+	if (key->type == att->atttypid)
+		value = key->value;
+	else if (key->type == TEXTOID || key->type == UNKNOWNOID)
+	{
+		Oid			typinput;
+		Oid			typioparam;
+
+		getTypeInputInfo(att->atttypid, &typinput, &typioparam);
+		value = OidInputFunctionCall(typinput,
+									 key->type == UNKNOWNOID ? DatumGetCString(key->value) :
+									 TextDatumGetCString(key->value),
+									 typioparam, att->atttypmod);
+	}
+	else
+	{
+		Const	   *given = makeConst(key->type, -1, InvalidOid, get_typlen(key->type),
+									  key->value, false, get_typbyval(key->type));
+		Node	   *cast = coerce_to_target_type(NULL, (Node *) given, key->type,
+												 att->atttypid, att->atttypmod,
+												 COERCION_ASSIGNMENT, COERCE_IMPLICIT_CAST, -1);
+
+		if (cast == NULL)
+			ereport(ERROR,
+					(errcode(ERRCODE_DATATYPE_MISMATCH),
+					 errmsg("key is of type %s but key column %s of \"%s\" is of type %s",
+							format_type_be(key->type), quote_identifier(NameStr(att->attname)),
+							RelationGetRelationName(rel), format_type_be(att->atttypid)),
+					 errhint("Pass a value of the column's type, or cast it.")));
+		value = EvaluateKeyCast((Expr *) cast, att);
+	}
+	for (int i = 0; i < RelationGetDescr(rel)->natts; i++)
+	{
+		row[i] = (Datum) 0;
+		rownulls[i] = true;
+	}
+	row[attnum - 1] = value;
+	rownulls[attnum - 1] = false;
+}
+
+static const KeyForm typed_key = {primary_key_column, key_values_from_value};
+
+/*
+ * inbox.transition_key(target, key, state_column, [from_states,] to_state): the
+ * row named by the value of its table's primary key, a single column.  Not an
+ * overload of transition: a call with an untyped literal as the key would be
+ * ambiguous between the two.  The key is "any": an anyelement argument refuses an
+ * untyped literal outright.
+ */
+PG_FUNCTION_INFO_V1(inbox_transition_key);
+Datum
+inbox_transition_key(PG_FUNCTION_ARGS)
+{
+	AclMode		held;
+	Relation	rel = shape_open(fcinfo, 0, TRANSITION_RIGHTS, false, RowExclusiveLock, &held);
+	TypedKey   *key = palloc(sizeof(TypedKey));
+
+	if (PG_ARGISNULL(1))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("key must not be null")));
+	key->value = PG_GETARG_DATUM(1);
+	key->type = get_fn_expr_argtype(fcinfo->flinfo, 1);
+	if (!OidIsValid(key->type))
+		ereport(ERROR,
+				(errcode(ERRCODE_INDETERMINATE_DATATYPE),
+				 errmsg("could not determine the type of key")));
+	return transition_common(fcinfo, rel, held, &typed_key, key);
 }

@@ -16,6 +16,8 @@
  *	  for an integer.
  *	- a shard key, when the inbox is a constant: the type of the inbox's first
  *	  column, where create_sharded_inbox puts the shard key.
+ *	- transition_key's key, when the table is a constant: the type of its
+ *	  primary key's column.
  *	- otherwise text, which the functions convert like a literal.
  *
  * Only parameters that are still unknown are touched: a type the client declared
@@ -43,6 +45,8 @@
 #include "postgres.h"
 
 #include "access/htup_details.h"
+#include "access/relation.h"
+#include "access/sysattr.h"
 #include "catalog/pg_language.h"
 #include "catalog/pg_proc.h"
 #include "catalog/pg_type.h"
@@ -54,6 +58,8 @@
 #include "utils/builtins.h"
 #include "utils/formatting.h"
 #include "utils/lsyscache.h"
+#include "utils/rel.h"
+#include "utils/relcache.h"
 #include "utils/syscache.h"
 
 #include "compat.h"
@@ -78,7 +84,8 @@ static emit_log_hook_type prev_emit_log_hook = NULL;
 
 /* Our functions with "any" arguments. */
 static const char *const any_functions[] = {
-	"claim_apply", "claim_apply_sharded", "claim_many_sharded", "claim_sharded"
+	"claim_apply", "claim_apply_sharded", "claim_many_sharded", "claim_sharded",
+	"transition_key"
 };
 
 /* The types decided for one query's parameters, InvalidOid where none was. */
@@ -181,6 +188,28 @@ statement_types(const char *source, List *values)
 	return statement_cache_param_types(source, nargs, argtypes, false);
 }
 
+/*
+ * The type of a table's primary key when it is one column, else InvalidOid (text:
+ * the call then fails as it would with a literal).  Parse analysis holds no lock
+ * on the table; a key changed before the call runs is seen there.
+ */
+static Oid
+primary_key_type(Oid relid)
+{
+	Relation	rel = try_relation_open(relid, AccessShareLock);
+	Oid			type = InvalidOid;
+	Bitmapset  *columns;
+
+	if (rel == NULL)
+		return InvalidOid;
+	columns = RelationGetIndexAttrBitmap(rel, INDEX_ATTR_BITMAP_PRIMARY_KEY);
+	if (bms_num_members(columns) == 1)
+		type = TupleDescAttr(RelationGetDescr(rel),
+							 bms_singleton_member(columns) + FirstLowInvalidHeapAttributeNumber - 1)->atttypid;
+	relation_close(rel, AccessShareLock);
+	return type;
+}
+
 /* Whether a C function's library is ours: "$libdir/idempotent_inbox", or a path. */
 static bool
 is_our_library(const char *probin)
@@ -201,6 +230,7 @@ decide_call(Decisions *d, FuncExpr *call)
 	Datum		datum;
 	bool		ours;
 	bool		has_statement;
+	bool		by_primary_key;
 	int			nargs = list_length(call->args);
 	int			first_value;
 	Oid		   *value_types = NULL;
@@ -222,6 +252,7 @@ decide_call(Decisions *d, FuncExpr *call)
 	has_statement = !isnull &&
 		(strcmp(TextDatumGetCString(datum), "inbox_claim_apply") == 0 ||
 		 strcmp(TextDatumGetCString(datum), "inbox_claim_apply_sharded") == 0);
+	by_primary_key = !isnull && strcmp(TextDatumGetCString(datum), "inbox_transition_key") == 0;
 
 	/* Spread variadic "any" values begin at the last declared argument. */
 	first_value = (proc->provariadic == ANYOID && !call->funcvariadic) ?
@@ -257,11 +288,14 @@ decide_call(Decisions *d, FuncExpr *call)
 		}
 		else if (i == 1)
 		{
-			/* The shard key of a _sharded call: the inbox's first column. */
+			/*
+			 * transition_key's key: the primary key's column; the shard key of a
+			 * _sharded call: the inbox's first column.
+			 */
 			Oid			relid = constant_relation(linitial(call->args));
 
 			if (OidIsValid(relid))
-				type = get_atttype(relid, 1);
+				type = by_primary_key ? primary_key_type(relid) : get_atttype(relid, 1);
 		}
 		decide(d, (Param *) arg, type);
 		i++;

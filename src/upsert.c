@@ -2,6 +2,8 @@
  * upsert.c
  *		inbox.upsert and inbox.upsert_row: an idempotent write of a whole or partial
  *		row, keyed by the primary key or by the columns of a unique constraint.
+ *		upsert takes a jsonb object; upsert_row a row of the table's own type, whose
+ *		values are taken as they are (row_values_from_row).
  *
  * Outcomes:
  *	inserted	no row had the key
@@ -33,6 +35,7 @@
  */
 #include "postgres.h"
 
+#include "access/htup_details.h"
 #include "access/table.h"
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
@@ -122,22 +125,37 @@ CheckRowHasKey(UpsertPlan *plan)
 							shape_column_name(plan->rel, attnum))));
 }
 
-/* Last-writer-wins needs the writer's version, and a real one. */
+/*
+ * Last-writer-wins needs the writer's version, and a real one.  The row is a jsonb
+ * object (upsert), or NULL when its values are already in plan->row (upsert_row).
+ */
 static void
 CheckRowHasVersion(UpsertPlan *plan, Jsonb *row)
 {
 	const char *name;
-	JsonbValue *value;
+	bool		absent;
+	bool		isnull;
 
 	if (plan->version == InvalidAttrNumber)
 		return;
 	name = NameStr(TupleDescAttr(RelationGetDescr(plan->rel), plan->version - 1)->attname);
-	value = getKeyJsonValueFromContainer(&row->root, name, strlen(name), NULL);
-	if (value == NULL)
+	if (row != NULL)
+	{
+		JsonbValue *value = getKeyJsonValueFromContainer(&row->root, name, strlen(name), NULL);
+
+		absent = value == NULL;
+		isnull = !absent && value->type == jbvNull;
+	}
+	else
+	{
+		absent = !bms_is_member(plan->version, plan->present);
+		isnull = !absent && plan->rownulls[plan->version - 1];
+	}
+	if (absent)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("new_row must contain the version column %s", quote_identifier(name))));
-	if (value->type == jbvNull)
+	if (isnull)
 		ereport(ERROR,
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 				 errmsg("version column %s of new_row must not be null", quote_identifier(name))));
@@ -273,7 +291,7 @@ update_sql(UpsertPlan *plan)
 		appendStringInfoString(&sql, " AND ");
 		append_newer_version(&sql, plan, NULL);
 	}
-	appendStringInfoString(&sql, " RETURNING 1");
+	/* No RETURNING: the count of rows updated is the answer. */
 	return sql.data;
 }
 
@@ -294,16 +312,22 @@ insert_first_sql(UpsertPlan *plan)
 	return sql.data;
 }
 
-/* The row's values as typed parameters, one per column it names. */
+/*
+ * The row's values as typed parameters, one per column it names; a jsonb object's
+ * converted first (upsert_row's are in plan->row already).
+ */
 static void
 bind_row(UpsertPlan *plan, Jsonb *row)
 {
 	int			natts = RelationGetDescr(plan->rel)->natts;
 	int			n = bms_num_members(plan->present);
 
-	plan->row = palloc(sizeof(Datum) * natts);
-	plan->rownulls = palloc(sizeof(bool) * natts);
-	row_values_from_jsonb(plan->rel, row, plan->row, plan->rownulls);
+	if (row != NULL)
+	{
+		plan->row = palloc(sizeof(Datum) * natts);
+		plan->rownulls = palloc(sizeof(bool) * natts);
+		row_values_from_jsonb(plan->rel, row, plan->row, plan->rownulls);
+	}
 	plan->params = palloc0(sizeof(int) * (natts + 1));
 	plan->types = palloc(sizeof(Oid) * n);
 	plan->values = palloc(sizeof(Datum) * n);
@@ -624,13 +648,33 @@ CheckUpsertColumns(UpsertPlan *plan, AclMode held)
 	shape_check_columns(plan->rel, ACL_UPDATE, held, bms_difference(plan->present, plan->keys));
 }
 
+/* A whole row's columns: all but the dropped and the generated ones. */
+static Bitmapset *
+whole_row_columns(Relation rel)
+{
+	TupleDesc	desc = RelationGetDescr(rel);
+	Bitmapset  *columns = NULL;
+
+	for (int i = 0; i < desc->natts; i++)
+	{
+		Form_pg_attribute att = TupleDescAttr(desc, i);
+
+		if (!att->attisdropped && !att->attgenerated)
+			columns = bms_add_member(columns, att->attnum);
+	}
+	return columns;
+}
+
 /*
- * key and version_column are arguments keyarg and keyarg + 1.  A whole row given
- * by value (upsert_row) leaves out its generated columns, which no one may set.
+ * key and version_column are arguments keyarg and keyarg + 1.  The new row is
+ * either a jsonb object (row), converted once the rights are checked, or, for
+ * upsert_row, values by attribute number already taken out of a row of the table's
+ * type (values, nulls), of which every column but the generated ones, which no one
+ * may set, is present.
  */
 static Datum
-upsert_common(FunctionCallInfo fcinfo, Relation rel, AclMode held, Jsonb *row, int keyarg,
-			  bool whole_row)
+upsert_common(FunctionCallInfo fcinfo, Relation rel, AclMode held, Jsonb *row,
+			  Datum *values, bool *nulls, int keyarg)
 {
 	UpsertPlan	plan;
 	Bitmapset  *requested = key_argument(fcinfo, keyarg, rel);
@@ -640,9 +684,9 @@ upsert_common(FunctionCallInfo fcinfo, Relation rel, AclMode held, Jsonb *row, i
 
 	plan.rel = rel;
 	plan.requested = requested;
-	plan.present = shape_jsonb_columns(rel, row);
-	if (whole_row)
-		plan.present = bms_del_members(plan.present, shape_generated_columns(rel));
+	plan.row = values;
+	plan.rownulls = nulls;
+	plan.present = row != NULL ? shape_jsonb_columns(rel, row) : whole_row_columns(rel);
 	plan.version = PG_ARGISNULL(keyarg + 1) ? InvalidAttrNumber :
 		shape_column(rel, text_to_cstring(PG_GETARG_TEXT_PP(keyarg + 1)));
 	plan.rls = check_enable_rls(RelationGetRelid(rel), InvalidOid, true) == RLS_ENABLED;
@@ -692,27 +736,28 @@ inbox_upsert(PG_FUNCTION_ARGS)
 	Relation	rel = shape_open(fcinfo, 0, UPSERT_RIGHTS, false, RowExclusiveLock, &held);
 	Jsonb	   *row = shape_jsonb_arg(fcinfo, 1, "new_row", "{\"id\": 1, \"status\": \"PAID\"}");
 
-	return upsert_common(fcinfo, rel, held, row, 2, false);
+	return upsert_common(fcinfo, rel, held, row, NULL, NULL, 2);
 }
 
-/* A row of the table's own type: every column is present. */
-static Jsonb *
-row_to_jsonb(Datum row, Oid rowtype)
+/*
+ * The values of a row of rel's own type, by attribute number - 1.  A row built
+ * before a column was added has fewer attributes: the rest read as NULL, as they
+ * would through the jsonb form, where the object does not name them.
+ */
+static void
+row_values_from_row(Relation rel, Datum row, Datum **values, bool **nulls)
 {
-	Oid			argtypes[1] = {rowtype};
-	Datum		values[1] = {row};
-	char		nulls[1] = {' '};
-	StatementPlan *statement;
-	bool		isnull;
-	Jsonb	   *result;
+	HeapTupleHeader header = DatumGetHeapTupleHeader(row);
+	TupleDesc	desc = RelationGetDescr(rel);
+	HeapTupleData tuple;
 
-	spi_connect();
-	statement = statement_cache_get("SELECT pg_catalog.to_jsonb($1)", 1, argtypes);
-	statement_cache_execute(statement, values, nulls);
-	result = DatumGetJsonbP(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
-	result = (Jsonb *) SPI_datumTransfer(PointerGetDatum(result), false, -1);
-	SPI_finish();
-	return result;
+	tuple.t_len = HeapTupleHeaderGetDatumLength(header);
+	ItemPointerSetInvalid(&tuple.t_self);
+	tuple.t_tableOid = InvalidOid;
+	tuple.t_data = header;
+	*values = palloc(sizeof(Datum) * desc->natts);
+	*nulls = palloc(sizeof(bool) * desc->natts);
+	heap_deform_tuple(&tuple, desc, *values, *nulls);
 }
 
 /*
@@ -728,6 +773,8 @@ inbox_upsert_row(PG_FUNCTION_ARGS)
 	Oid			relid = OidIsValid(rowtype) ? get_typ_typrelid(rowtype) : InvalidOid;
 	AclMode		held;
 	Relation	rel;
+	Datum	   *values;
+	bool	   *nulls;
 
 	if (PG_ARGISNULL(0))
 		ereport(ERROR,
@@ -741,5 +788,6 @@ inbox_upsert_row(PG_FUNCTION_ARGS)
 				 errhint("Write it as a row of the table's type, such as ROW(...)::payments.")));
 
 	rel = shape_open_relid(relid, UPSERT_RIGHTS, false, RowExclusiveLock, &held);
-	return upsert_common(fcinfo, rel, held, row_to_jsonb(PG_GETARG_DATUM(0), rowtype), 1, true);
+	row_values_from_row(rel, PG_GETARG_DATUM(0), &values, &nulls);
+	return upsert_common(fcinfo, rel, held, NULL, values, nulls, 1);
 }

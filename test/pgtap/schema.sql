@@ -7,7 +7,7 @@
 -- Everything below, the role included, is rolled back.
 
 BEGIN;
-SELECT plan(250);
+SELECT plan(286);
 
 -- Type names in the expected values are printed the way regtype prints them
 -- with this search_path (so the extension's own types show as inbox.outcome).
@@ -75,11 +75,23 @@ INSERT INTO api VALUES
   ('claim_apply_many', '{regclass,text,text,"\"any\""}', 'setof record',
    'inbox regclass, message_ids text, statement text, VARIADIC args "any"'),
   ('claim_apply_many', '{regclass,text,text,text[]}', 'setof record',
-   'inbox regclass, message_ids text, statement text, VARIADIC args text[]');
+   'inbox regclass, message_ids text, statement text, VARIADIC args text[]'),
+  ('upsert', '{regclass,jsonb,text[],text}', 'inbox.upsert_outcome',
+   'target regclass, new_row jsonb, key text[] DEFAULT NULL::text[], version_column text DEFAULT NULL::text'),
+  ('upsert_row', '{anyelement,text[],text}', 'inbox.upsert_outcome',
+   'new_row anyelement, key text[] DEFAULT NULL::text[], version_column text DEFAULT NULL::text'),
+  ('transition', '{regclass,jsonb,text,text[],text}', 'inbox.transition_outcome',
+   'target regclass, key jsonb, state_column text, from_states text[], to_state text'),
+  ('transition', '{regclass,jsonb,text,text}', 'inbox.transition_outcome',
+   'target regclass, key jsonb, state_column text, to_state text'),
+  ('transition_key', '{regclass,"\"any\"",text,text[],text}', 'inbox.transition_outcome',
+   'target regclass, key "any", state_column text, from_states text[], to_state text'),
+  ('transition_key', '{regclass,"\"any\"",text,text}', 'inbox.transition_outcome',
+   'target regclass, key "any", state_column text, to_state text');
 
-SELECT is((SELECT count(*) FROM api), 33::bigint, 'the API table lists 33 functions');
+SELECT is((SELECT count(*) FROM api), 39::bigint, 'the API table lists 39 functions');
 
--- 33 x 3: existence, return type, argument names and defaults
+-- 39 x 3: existence, return type, argument names and defaults
 SELECT has_function('inbox', fname, args) FROM api ORDER BY fname, args;
 SELECT function_returns('inbox', fname, args, returns) FROM api ORDER BY fname, args;
 SELECT is(pg_get_function_arguments(p.oid), a.arguments,
@@ -90,7 +102,7 @@ SELECT is(pg_get_function_arguments(p.oid), a.arguments,
                      AND array_to_string(p.proargtypes::regtype[], ',') = array_to_string(a.args, ',')
  ORDER BY a.fname, a.args;
 
--- 32: every C function writes, so none may be STABLE or IMMUTABLE (the planner
+-- 38: every C function writes, so none may be STABLE or IMMUTABLE (the planner
 -- could then fold or skip a call) ...
 SELECT volatility_is('inbox', fname, args, 'volatile')
   FROM api WHERE fname <> 'forget_dropped_inboxes' ORDER BY fname, args;
@@ -103,7 +115,7 @@ SELECT is(array_agg(p.oid::regprocedure::text ORDER BY 1), NULL,
  WHERE p.pronamespace = 'inbox'::regnamespace AND p.proparallel <> 'u'
    AND p.proname NOT IN ('trigger_arguments', 'fingerprint', 'live_counters');
 
--- 33: the caller's privileges apply everywhere except the event trigger, which
+-- 39: the caller's privileges apply everywhere except the event trigger, which
 -- must delete registry rows the dropping user cannot write
 SELECT isnt_definer('inbox', fname, args)
   FROM api WHERE fname <> 'forget_dropped_inboxes' ORDER BY fname, args;
