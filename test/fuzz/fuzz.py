@@ -1102,7 +1102,7 @@ CREATE TYPE fz.shell;
         n = self.n
         f = fn["name"]
         if t == "regclass":
-            if f in ("upsert", "transition", "guard_transitions", "unguard_transitions"):
+            if f in ("upsert", "transition", "transition_key", "guard_transitions", "unguard_transitions"):
                 return "'fz.orders'"
             return inbox_expr
         if name == "shard_key" and t == '"any"':
@@ -1132,6 +1132,8 @@ CREATE TYPE fz.shell;
             return "NULL"
         if name == "key" and t == "jsonb":
             return "'{\"id\": 1}'"
+        if name == "key" and t == '"any"':
+            return "1"
         if name == "new_row" and t == "jsonb":
             return fmt("'{\"id\": {n}, \"status\": \"PENDING\", \"version\": 1}'", n)
         if name == "new_row":
@@ -1344,7 +1346,7 @@ CREATE TYPE fz.shell;
                     if typ == kt else args[i]
             if name == "message_ids" and typ == f"{kt}[]":
                 args[i] = f"ARRAY[{self.key_literal(kt, 'c1')}, {self.key_literal(kt, tag + str(self.n))}]"
-        if fn["name"] in ("upsert", "transition", "guard_transitions", "unguard_transitions") and \
+        if fn["name"] in ("upsert", "transition", "transition_key", "guard_transitions", "unguard_transitions") and \
                 self.rng.random() < 0.5:
             args[0] = f"'{t}'"
         return self.build_call(fn, args)
@@ -1398,8 +1400,8 @@ CREATE TYPE fz.shell;
         funcs = [f for f in self.functions if f["types"][:1] == ["regclass"] and f["name"] != "live_counters"]
         fn = self.rng.choice(funcs)
         self.n += 1
-        target = "fz.orders" if fn["name"] in ("upsert", "transition", "guard_transitions",
-                                               "unguard_transitions") else self.inbox_for(fn).strip("'")
+        target = "fz.orders" if fn["name"] in ("upsert", "transition", "transition_key",
+                                               "guard_transitions", "unguard_transitions") else self.inbox_for(fn).strip("'")
         args = [self.good_value(fn, i, f"'{target}'") for i in range(len(fn["types"]))]
         # An argument that reads the locked table (the current token) would wait in
         # the caller's own query, before the function runs: use a constant.

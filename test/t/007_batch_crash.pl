@@ -123,7 +123,10 @@ sub crash_during
 	$consumer->query_safe('BEGIN');
 	if ($how eq 'statement')
 	{
-		$consumer->{stdin} .= poll_call($poll, 1) . ";\n";
+		# The COMMIT goes with the call, to be sent once the statement returns,
+		# which it never does: psql exits when its backend is killed, and a
+		# COMMIT written after that would meet a closed pipe.
+		$consumer->{stdin} .= poll_call($poll, 1) . ";\nCOMMIT;\n";
 		$consumer->{run}->pump_nb;
 		ok( $node->poll_query_until(
 				'postgres',
@@ -146,7 +149,7 @@ sub crash_during
 	else
 	{
 		kill 'KILL', $pid;
-		$consumer->{stdin} .= "COMMIT;\n";
+		$consumer->{stdin} .= "COMMIT;\n" unless $how eq 'statement';
 		$consumer->{run}->finish;
 		ok($node->poll_query_until('postgres', 'SELECT count(*) = 0 FROM crash_marker'),
 			"$name: server went through crash recovery");
