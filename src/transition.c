@@ -135,27 +135,22 @@ move_sql(const char *target, const char *column, Oid type, Oid keyindex, const i
 {
 	StringInfoData sql;
 	bool		own_text = type == TEXTOID || type == VARCHAROID;
+	char	   *stored;			/* the text forms of the stored state */
+	char	   *given;			/* and of the new one */
 
 	initStringInfo(&sql);
 	appendStringInfo(&sql, "UPDATE %s AS t SET %s = $%d WHERE ", target, column, nkeys + 1);
 	shape_append_key_match(&sql, keyindex, "t", params);
 	/* Already there is a replay even when from_states lists to_state too. */
-	if (own_text)
-		appendStringInfo(&sql,
-						 " AND t.%s IS NOT NULL"
-						 " AND t.%s::pg_catalog.text COLLATE pg_catalog.\"C\""
-						 " OPERATOR(pg_catalog.=) ANY ($%d)"
-						 " AND t.%s::pg_catalog.text COLLATE pg_catalog.\"C\""
-						 " OPERATOR(pg_catalog.<>) $%d::pg_catalog.text",
-						 column, column, nkeys + 2, column, nkeys + 1);
-	else
-		appendStringInfo(&sql,
-						 " AND t.%s IS NOT NULL"
-						 " AND pg_catalog.format('%%s', t.%s) COLLATE pg_catalog.\"C\""
-						 " OPERATOR(pg_catalog.=) ANY ($%d)"
-						 " AND pg_catalog.format('%%s', t.%s) COLLATE pg_catalog.\"C\""
-						 " OPERATOR(pg_catalog.<>) pg_catalog.format('%%s', $%d)",
-						 column, column, nkeys + 2, column, nkeys + 1);
+	stored = own_text ? psprintf("t.%s::pg_catalog.text", column) :
+		psprintf("pg_catalog.format('%%s', t.%s)", column);
+	given = own_text ? psprintf("$%d::pg_catalog.text", nkeys + 1) :
+		psprintf("pg_catalog.format('%%s', $%d)", nkeys + 1);
+	appendStringInfo(&sql,
+					 " AND t.%s IS NOT NULL"
+					 " AND %s COLLATE pg_catalog.\"C\" OPERATOR(pg_catalog.=) ANY ($%d)"
+					 " AND %s COLLATE pg_catalog.\"C\" OPERATOR(pg_catalog.<>) %s",
+					 column, stored, nkeys + 2, stored, given);
 	return sql.data;
 }
 
@@ -369,12 +364,6 @@ key_values_from_jsonb(Relation rel, Bitmapset *keycols, void *arg, Datum *row, b
 
 static const KeyForm jsonb_key = {key_columns_from_jsonb, key_values_from_jsonb};
 
-/*
- * The caller needs SELECT and UPDATE, checked before the lock; then SELECT on the
- * key and state columns and UPDATE on the state column, before any row is read.
- */
-#define TRANSITION_RIGHTS (ACL_SELECT | ACL_UPDATE)
-
 PG_FUNCTION_INFO_V1(inbox_transition);
 Datum
 inbox_transition(PG_FUNCTION_ARGS)
@@ -424,7 +413,7 @@ primary_key_column(Relation rel, void *arg)
 
 /* The assignment cast of a key value, run once. */
 static Datum
-EvaluateKeyCast(Expr *cast, Form_pg_attribute att)
+evaluate_key_cast(Expr *cast, Form_pg_attribute att)
 {
 	Const	   *result = (Const *) evaluate_expr(cast, att->atttypid, att->atttypmod,
 												 att->attcollation);
@@ -480,7 +469,7 @@ key_values_from_value(Relation rel, Bitmapset *keycols, void *arg, Datum *row, b
 							format_type_be(key->type), quote_identifier(NameStr(att->attname)),
 							RelationGetRelationName(rel), format_type_be(att->atttypid)),
 					 errhint("Pass a value of the column's type, or cast it.")));
-		value = EvaluateKeyCast((Expr *) cast, att);
+		value = evaluate_key_cast((Expr *) cast, att);
 	}
 	for (int i = 0; i < RelationGetDescr(rel)->natts; i++)
 	{
