@@ -41,7 +41,21 @@ ALTER TABLE paths_inbox ADD CONSTRAINT no_test_ids CHECK (message_id NOT LIKE 't
 SELECT inbox.claim('paths_inbox', 'test-1');
 \echo :SQLSTATE
 \set VERBOSITY default
+-- An id that passes it is claimed, once.
+SELECT inbox.claim('paths_inbox', 'ok-1') AS fresh, inbox.claim('paths_inbox', 'ok-1') AS again;
 ALTER TABLE paths_inbox DROP CONSTRAINT no_test_ids;
+-- So is a CHECK constraint that calls the user's own function (which a claim
+-- without the executor never runs: the SQL path does).
+CREATE FUNCTION paths_allowed(id text) RETURNS boolean LANGUAGE sql IMMUTABLE
+    AS $$ SELECT id NOT LIKE 'bad-%' $$;
+ALTER TABLE paths_inbox ADD CONSTRAINT allowed CHECK (paths_allowed(message_id));
+\set VERBOSITY terse
+SELECT inbox.claim('paths_inbox', 'bad-1');
+\echo :SQLSTATE
+\set VERBOSITY default
+SELECT inbox.claim('paths_inbox', 'ok-2') AS fresh, inbox.claim('paths_inbox', 'ok-2') AS again;
+ALTER TABLE paths_inbox DROP CONSTRAINT allowed;
+DROP FUNCTION paths_allowed(text);
 -- claimed_at's default is honoured if the user changed it.
 ALTER TABLE paths_inbox ALTER COLUMN claimed_at SET DEFAULT '2000-01-01 00:00:00+00';
 SELECT inbox.claim('paths_inbox', 'p6');

@@ -24,6 +24,19 @@ SELECT inbox.position('stream_inbox', 'payments', 0);
 ROLLBACK;
 SELECT inbox.position('stream_inbox', 'payments', 0);
 SELECT inbox.advance('stream_inbox', 'payments', 0, 43);
+-- A redelivery writes and locks nothing: it does not even take a transaction id
+-- (so with synchronous_commit on its COMMIT waits for no flush).  A fresh offset
+-- does.
+BEGIN;
+SELECT inbox.advance('stream_inbox', 'payments', 0, 40) AS applied,
+       pg_current_xact_id_if_assigned() IS NULL AS wrote_nothing;
+SELECT inbox.advance('stream_inbox', 'payments', 0, 43) AS applied,
+       pg_current_xact_id_if_assigned() IS NULL AS wrote_nothing;
+COMMIT;
+BEGIN;
+SELECT inbox.advance('stream_inbox', 'payments', 5, 1) AS applied,
+       pg_current_xact_id_if_assigned() IS NULL AS wrote_nothing;
+ROLLBACK;
 -- The typical consumer step: effect and advance in one transaction.  advance is
 -- called once, in a CTE, never in the UPDATE's WHERE clause: after waiting for a
 -- concurrent update of the same account, READ COMMITTED re-evaluates the WHERE

@@ -48,12 +48,11 @@
 #include "claim_row.h"
 #include "direct_access.h"
 
-static bool
-insert_speculatively(InboxInfo *inbox, Datum message_id)
+/* The claim row of message_id, in a new slot of the inbox. */
+static TupleTableSlot *
+claim_slot(Relation rel, InboxInfo *inbox, Datum message_id)
 {
-	Relation	rel = table_open(inbox->relid, NoLock);	/* locked by the lookup */
 	TupleTableSlot *slot = table_slot_create(rel, NULL);
-	bool		inserted;
 
 	ExecClearTuple(slot);
 	memset(slot->tts_isnull, true, sizeof(bool) * slot->tts_tupleDescriptor->natts);
@@ -63,6 +62,33 @@ insert_speculatively(InboxInfo *inbox, Datum message_id)
 		TimestampTzGetDatum(GetCurrentTransactionStartTimestamp());
 	slot->tts_isnull[inbox->columns[COL_CLAIMED_AT] - 1] = false;
 	ExecStoreVirtualTuple(slot);
+	return slot;
+}
+
+/* Would the claim row pass the inbox's CHECK constraints (see direct_access.c)? */
+static bool
+passes_checks(InboxInfo *inbox, Datum message_id)
+{
+	Relation	rel = table_open(inbox->relid, NoLock);	/* locked by the lookup */
+	TupleTableSlot *slot;
+	bool		pass = true;
+
+	if (RelationGetDescr(rel)->constr != NULL && RelationGetDescr(rel)->constr->num_check > 0)
+	{
+		slot = claim_slot(rel, inbox, message_id);
+		pass = direct_access_checks_pass(rel, slot);
+		ExecDropSingleTupleTableSlot(slot);
+	}
+	table_close(rel, NoLock);
+	return pass;
+}
+
+static bool
+insert_speculatively(InboxInfo *inbox, Datum message_id)
+{
+	Relation	rel = table_open(inbox->relid, NoLock);	/* locked by the lookup */
+	TupleTableSlot *slot = claim_slot(rel, inbox, message_id);
+	bool		inserted;
 
 	inserted = direct_access_speculative_insert(rel, inbox->pkindex, slot);
 
@@ -81,7 +107,9 @@ claim_direct(InboxInfo *inbox, Datum message_id, bool probe_first)
 {
 	int			retries = 0;
 
-	if (!inbox->direct_shape || !direct_access_allowed(inbox->relid))
+	/* A row that fails a CHECK constraint gets its error from the SQL path. */
+	if (!inbox->direct_shape || !direct_access_allowed(inbox->relid) ||
+		!passes_checks(inbox, message_id))
 		return CLAIM_DIRECT_UNAVAILABLE;
 
 	if (!probe_first && insert_speculatively(inbox, message_id))

@@ -22,7 +22,12 @@
  *								shell whose rows live in shards: SQL, which
  *								Citus routes (citus_tables.c)
  *	persistence					temporary and unlogged tables: SQL
- *	CHECK constraints			any: SQL
+ *	CHECK constraints			made of built-in functions and types only
+ *								(builtin_only): evaluated before the write
+ *								(direct_access_checks_pass), and a row that
+ *								fails one takes the SQL path, which raises the
+ *								statement's error; any other: SQL.  The stream
+ *								positions table has two such checks.
  *	generated columns			any: SQL
  *	defaults, identity			a column we do not fill with a default or
  *								identity: SQL (the caller vets the defaults of
@@ -76,6 +81,7 @@
 #include "access/relscan.h"
 #include "access/table.h"
 #include "access/tableam.h"
+#include "access/transam.h"
 #include "access/xact.h"
 #include "catalog/pg_am.h"
 #include "catalog/pg_class.h"
@@ -84,6 +90,8 @@
 #include "executor/executor.h"
 #include "miscadmin.h"
 #include "nodes/makefuncs.h"
+#include "nodes/nodeFuncs.h"
+#include "optimizer/optimizer.h"
 #include "storage/lmgr.h"
 #include "utils/acl.h"
 #include "utils/datum.h"
@@ -117,6 +125,79 @@ has_deferred_index(Relation rel)
 	return deferred;
 }
 
+/* Is funcid a function of the core catalogs, not one made by CREATE FUNCTION? */
+static bool
+builtin_function(Oid funcid, void *context)
+{
+	return funcid >= FirstGenbkiObjectId;	/* true: not built in */
+}
+
+/*
+ * Walker for builtin_only: true when the expression could run code that is not
+ * PostgreSQL's own.  A built-in function reaches a user's code only through a
+ * user's type (record_eq calls its columns' equality functions), a domain's
+ * constraints or a subquery: so every function and every value's type must be
+ * built in.
+ */
+static bool
+not_builtin_walker(Node *node, void *context)
+{
+	if (node == NULL)
+		return false;
+	if (IsA(node, CoerceToDomain) || IsA(node, SubLink) || IsA(node, NextValueExpr))
+		return true;
+	if ((IsA(node, Var) || IsA(node, Const) || IsA(node, Param)) &&
+		exprType(node) >= FirstGenbkiObjectId)
+		return true;
+	if (check_functions_in_node(node, builtin_function, context))
+		return true;
+	return expression_tree_walker(node, not_builtin_walker, context);
+}
+
+/*
+ * May a direct write evaluate this CHECK constraint itself?  Only when it is
+ * immutable and made of PostgreSQL's own functions and types: then evaluating it
+ * runs no one's code, with anyone's rights, and gives the statement's answer.
+ */
+static bool
+builtin_only(const ConstrCheck *check)
+{
+	Node	   *expr = stringToNode(check->ccbin);
+
+	return !contain_mutable_functions(expr) && !not_builtin_walker(expr, NULL);
+}
+
+/*
+ * Does the row in slot pass rel's CHECK constraints, as the executor would judge
+ * it (a NULL result passes)?  The caller has asked direct_access_possible, which
+ * admits only constraints builtin_only accepts.  False sends the caller to the
+ * SQL path, which raises the error naming the constraint.
+ */
+bool
+direct_access_checks_pass(Relation rel, TupleTableSlot *slot)
+{
+	TupleConstr *constr = RelationGetDescr(rel)->constr;
+	EState	   *estate;
+	ExprContext *econtext;
+	bool		pass = true;
+
+	if (constr == NULL || constr->num_check == 0)
+		return true;
+	estate = CreateExecutorState();
+	econtext = GetPerTupleExprContext(estate);
+	econtext->ecxt_scantuple = slot;
+	for (int i = 0; i < constr->num_check && pass; i++)
+	{
+		MemoryContext old = MemoryContextSwitchTo(estate->es_query_cxt);
+		Expr	   *expr = stringToNode(constr->check[i].ccbin);
+
+		MemoryContextSwitchTo(old);
+		pass = ExecCheck(ExecPrepareExpr(expr, estate), econtext);
+	}
+	FreeExecutorState(estate);
+	return pass;
+}
+
 /*
  * May rows of rel be written without the executor, when we fill exactly the
  * columns in filled[0..nfilled-1]?  From the relation alone; the per-call
@@ -135,8 +216,11 @@ direct_access_possible(Relation rel, const AttrNumber *filled, int nfilled)
 		return false;
 	if (rel->trigdesc != NULL || rel->rd_rules != NULL || rel->rd_rel->relrowsecurity)
 		return false;
-	if (constr != NULL && (constr->num_check > 0 || constr->has_generated_stored))
+	if (constr != NULL && constr->has_generated_stored)
 		return false;
+	for (int i = 0; constr != NULL && i < constr->num_check; i++)
+		if (!builtin_only(&constr->check[i]))
+			return false;
 
 	for (int i = 0; i < desc->natts; i++)
 	{

@@ -10,6 +10,7 @@
 
 extern bool direct_access_possible(Relation rel, const AttrNumber *filled, int nfilled);
 extern bool direct_access_allowed(Oid relid);
+extern bool direct_access_checks_pass(Relation rel, struct TupleTableSlot *slot);
 extern RowState direct_access_dirty_lookup(Relation heap, Relation index,
 										   struct ScanKeyData *keys, int nkeys,
 										   DirtyWait *wait, ItemPointer tid,

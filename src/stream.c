@@ -307,6 +307,12 @@ advance_direct(PositionPlans *p, Datum *keys, int64 offset)
 			break;
 		}
 		slot = position_slot(rel, keys, offset);
+		if (!direct_access_checks_pass(rel, slot))
+		{
+			/* The SQL path raises the error naming the constraint. */
+			ExecDropSingleTupleTableSlot(slot);
+			break;
+		}
 		if (row.state == ROW_PRESENT ? direct_access_update(rel, &row.tid, slot) :
 			direct_access_speculative_insert(rel, p->pkindex, slot))
 			result = ADVANCE_MOVED;
