@@ -56,6 +56,21 @@ SELECT inbox.claim('paths_inbox', 'bad-1');
 SELECT inbox.claim('paths_inbox', 'ok-2') AS fresh, inbox.claim('paths_inbox', 'ok-2') AS again;
 ALTER TABLE paths_inbox DROP CONSTRAINT allowed;
 DROP FUNCTION paths_allowed(text);
+-- A check that fails while it is evaluated fails the claim with its own error.
+ALTER TABLE paths_inbox ADD CONSTRAINT divides CHECK (10 / (length(message_id) - 3) IS NOT NULL);
+\set VERBOSITY terse
+SELECT inbox.claim('paths_inbox', 'abc');
+\echo :SQLSTATE
+\set VERBOSITY default
+SELECT inbox.claim('paths_inbox', 'abcd') AS fresh;
+ALTER TABLE paths_inbox DROP CONSTRAINT divides;
+-- A check on a column of the user's own type (whose operators could be the
+-- user's): claims go on, the column left NULL.
+CREATE TYPE paths_mood AS ENUM ('glad', 'sad');
+ALTER TABLE paths_inbox ADD COLUMN mood paths_mood CHECK (mood IS DISTINCT FROM 'sad');
+SELECT inbox.claim('paths_inbox', 'moody') AS fresh, inbox.claim('paths_inbox', 'moody') AS again;
+ALTER TABLE paths_inbox DROP COLUMN mood;
+DROP TYPE paths_mood;
 -- claimed_at's default is honoured if the user changed it.
 ALTER TABLE paths_inbox ALTER COLUMN claimed_at SET DEFAULT '2000-01-01 00:00:00+00';
 SELECT inbox.claim('paths_inbox', 'p6');
