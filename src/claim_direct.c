@@ -48,11 +48,18 @@
 #include "claim_row.h"
 #include "direct_access.h"
 
-/* The claim row of message_id, in a new slot of the inbox. */
-static TupleTableSlot *
-claim_slot(Relation rel, InboxInfo *inbox, Datum message_id)
+/*
+ * Write the claim row.  CLAIM_DIRECT_CLAIMED when it went in;
+ * CLAIM_DIRECT_DUPLICATE when a concurrent insertion of the id won and the caller
+ * must look again; CLAIM_DIRECT_UNAVAILABLE when the row fails a CHECK constraint
+ * of the inbox, whose error the SQL path raises (see direct_access.c).
+ */
+static ClaimDirectResult
+insert_speculatively(InboxInfo *inbox, Datum message_id)
 {
+	Relation	rel = table_open(inbox->relid, NoLock);	/* locked by the lookup */
 	TupleTableSlot *slot = table_slot_create(rel, NULL);
+	ClaimDirectResult result = CLAIM_DIRECT_UNAVAILABLE;
 
 	ExecClearTuple(slot);
 	memset(slot->tts_isnull, true, sizeof(bool) * slot->tts_tupleDescriptor->natts);
@@ -62,39 +69,14 @@ claim_slot(Relation rel, InboxInfo *inbox, Datum message_id)
 		TimestampTzGetDatum(GetCurrentTransactionStartTimestamp());
 	slot->tts_isnull[inbox->columns[COL_CLAIMED_AT] - 1] = false;
 	ExecStoreVirtualTuple(slot);
-	return slot;
-}
 
-/* Would the claim row pass the inbox's CHECK constraints (see direct_access.c)? */
-static bool
-passes_checks(InboxInfo *inbox, Datum message_id)
-{
-	Relation	rel = table_open(inbox->relid, NoLock);	/* locked by the lookup */
-	TupleTableSlot *slot;
-	bool		pass = true;
-
-	if (RelationGetDescr(rel)->constr != NULL && RelationGetDescr(rel)->constr->num_check > 0)
-	{
-		slot = claim_slot(rel, inbox, message_id);
-		pass = direct_access_checks_pass(rel, slot);
-		ExecDropSingleTupleTableSlot(slot);
-	}
-	table_close(rel, NoLock);
-	return pass;
-}
-
-static bool
-insert_speculatively(InboxInfo *inbox, Datum message_id)
-{
-	Relation	rel = table_open(inbox->relid, NoLock);	/* locked by the lookup */
-	TupleTableSlot *slot = claim_slot(rel, inbox, message_id);
-	bool		inserted;
-
-	inserted = direct_access_speculative_insert(rel, inbox->pkindex, slot);
+	if (direct_access_checks_pass(rel, slot))
+		result = direct_access_speculative_insert(rel, inbox->pkindex, slot) ?
+			CLAIM_DIRECT_CLAIMED : CLAIM_DIRECT_DUPLICATE;
 
 	ExecDropSingleTupleTableSlot(slot);
 	table_close(rel, NoLock);
-	return inserted;
+	return result;
 }
 
 /*
@@ -106,14 +88,17 @@ ClaimDirectResult
 claim_direct(InboxInfo *inbox, Datum message_id, bool probe_first)
 {
 	int			retries = 0;
+	ClaimDirectResult inserted;
 
-	/* A row that fails a CHECK constraint gets its error from the SQL path. */
-	if (!inbox->direct_shape || !direct_access_allowed(inbox->relid) ||
-		!passes_checks(inbox, message_id))
+	if (!inbox->direct_shape || !direct_access_allowed(inbox->relid))
 		return CLAIM_DIRECT_UNAVAILABLE;
 
-	if (!probe_first && insert_speculatively(inbox, message_id))
-		return CLAIM_DIRECT_CLAIMED;
+	if (!probe_first)
+	{
+		inserted = insert_speculatively(inbox, message_id);
+		if (inserted != CLAIM_DIRECT_DUPLICATE)
+			return inserted;
+	}
 
 	for (;;)
 	{
@@ -128,7 +113,8 @@ claim_direct(InboxInfo *inbox, Datum message_id, bool probe_first)
 			claim_row_wait(inbox, &row);
 			continue;
 		}
-		if (insert_speculatively(inbox, message_id))
-			return CLAIM_DIRECT_CLAIMED;
+		inserted = insert_speculatively(inbox, message_id);
+		if (inserted != CLAIM_DIRECT_DUPLICATE)
+			return inserted;
 	}
 }

@@ -125,11 +125,11 @@ has_deferred_index(Relation rel)
 	return deferred;
 }
 
-/* Is funcid a function of the core catalogs, not one made by CREATE FUNCTION? */
+/* Is funcid one made by CREATE FUNCTION, not a function of the core catalogs? */
 static bool
-builtin_function(Oid funcid, void *context)
+not_builtin_function(Oid funcid, void *context)
 {
-	return funcid >= FirstGenbkiObjectId;	/* true: not built in */
+	return funcid >= FirstGenbkiObjectId;
 }
 
 /*
@@ -149,29 +149,29 @@ not_builtin_walker(Node *node, void *context)
 	if ((IsA(node, Var) || IsA(node, Const) || IsA(node, Param)) &&
 		exprType(node) >= FirstGenbkiObjectId)
 		return true;
-	if (check_functions_in_node(node, builtin_function, context))
+	if (check_functions_in_node(node, not_builtin_function, context))
 		return true;
 	return expression_tree_walker(node, not_builtin_walker, context);
 }
 
 /*
- * May a direct write evaluate this CHECK constraint itself?  Only when it is
- * immutable and made of PostgreSQL's own functions and types: then evaluating it
- * runs no one's code, with anyone's rights, and gives the statement's answer.
+ * May a direct write evaluate this CHECK constraint expression itself?  Only when
+ * it is immutable and made of PostgreSQL's own functions and types: then
+ * evaluating it runs no one's code, with anyone's rights, and gives the
+ * statement's answer.
  */
 static bool
-builtin_only(const ConstrCheck *check)
+builtin_only(Node *expr)
 {
-	Node	   *expr = stringToNode(check->ccbin);
-
 	return !contain_mutable_functions(expr) && !not_builtin_walker(expr, NULL);
 }
 
 /*
  * Does the row in slot pass rel's CHECK constraints, as the executor would judge
- * it (a NULL result passes)?  The caller has asked direct_access_possible, which
- * admits only constraints builtin_only accepts.  False sends the caller to the
- * SQL path, which raises the error naming the constraint.
+ * it (a NULL result passes)?  False sends the caller to the SQL path, which
+ * raises the error naming the constraint; so does a constraint builtin_only
+ * refuses, should one have been added since the caller asked
+ * direct_access_possible.
  */
 bool
 direct_access_checks_pass(Relation rel, TupleTableSlot *slot)
@@ -192,7 +192,8 @@ direct_access_checks_pass(Relation rel, TupleTableSlot *slot)
 		Expr	   *expr = stringToNode(constr->check[i].ccbin);
 
 		MemoryContextSwitchTo(old);
-		pass = ExecCheck(ExecPrepareExpr(expr, estate), econtext);
+		pass = builtin_only((Node *) expr) &&
+			ExecCheck(ExecPrepareExpr(expr, estate), econtext);
 	}
 	FreeExecutorState(estate);
 	return pass;
@@ -219,7 +220,7 @@ direct_access_possible(Relation rel, const AttrNumber *filled, int nfilled)
 	if (constr != NULL && constr->has_generated_stored)
 		return false;
 	for (int i = 0; constr != NULL && i < constr->num_check; i++)
-		if (!builtin_only(&constr->check[i]))
+		if (!builtin_only(stringToNode(constr->check[i].ccbin)))
 			return false;
 
 	for (int i = 0; i < desc->natts; i++)
