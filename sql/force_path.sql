@@ -38,7 +38,7 @@ BEGIN
 END $$;
 
 -- auto, cold: claim inserts first then reads (2); upsert and transition read
--- first, then write (2).
+-- first, then insert (2) or change the row they read in place (1).
 SELECT * FROM force_calls('auto', 2);
 -- probe: claim's probe answers alone (1); the others read first as when cold.
 SELECT * FROM force_calls('probe', 3);

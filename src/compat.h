@@ -104,26 +104,32 @@ compat_table_ownercheck(Oid relid, Oid roleid)
  * added onlySummarizing, and 19 folded the booleans into flags.  After a non-HOT
  * update the new entries are inserted as for a fresh row: "update" is only a hint
  * for bottom-up deletion, and computing it needs a range table we do not have.
+ * After a HOT update that changed a column of a summarizing (BRIN) index, 16 and
+ * later insert into those indexes only: an entry in any other would point at a
+ * heap-only tuple.
  */
 #include "executor/executor.h"
 #if PG_VERSION_NUM >= 190000
 #define compat_insert_index_tuples(rri, slot, estate, conflict, arbiter) \
 	((void) ExecInsertIndexTuples((rri), (estate), EIIT_NO_DUPE_ERROR, (slot), (arbiter), (conflict)))
-#define compat_update_index_tuples(rri, slot, estate) \
-	((void) ExecInsertIndexTuples((rri), (estate), 0, (slot), NIL, NULL))
+#define compat_update_index_tuples(rri, slot, estate, u) \
+	((void) ExecInsertIndexTuples((rri), (estate), \
+								  (u) == TU_Summarizing ? EIIT_ONLY_SUMMARIZING : 0, \
+								  (slot), NIL, NULL))
 #define COMPAT_UPDATE_INDEXES TU_UpdateIndexes
 #define compat_must_update_indexes(u) ((u) != TU_None)
 #elif PG_VERSION_NUM >= 160000
 #define compat_insert_index_tuples(rri, slot, estate, conflict, arbiter) \
 	((void) ExecInsertIndexTuples((rri), (slot), (estate), false, true, (conflict), (arbiter), false))
-#define compat_update_index_tuples(rri, slot, estate) \
-	((void) ExecInsertIndexTuples((rri), (slot), (estate), false, false, NULL, NIL, false))
+#define compat_update_index_tuples(rri, slot, estate, u) \
+	((void) ExecInsertIndexTuples((rri), (slot), (estate), false, false, NULL, NIL, \
+								  (u) == TU_Summarizing))
 #define COMPAT_UPDATE_INDEXES TU_UpdateIndexes
 #define compat_must_update_indexes(u) ((u) != TU_None)
 #else
 #define compat_insert_index_tuples(rri, slot, estate, conflict, arbiter) \
 	((void) ExecInsertIndexTuples((rri), (slot), (estate), false, true, (conflict), (arbiter)))
-#define compat_update_index_tuples(rri, slot, estate) \
+#define compat_update_index_tuples(rri, slot, estate, u) \
 	((void) ExecInsertIndexTuples((rri), (slot), (estate), false, false, NULL, NIL))
 #define COMPAT_UPDATE_INDEXES bool
 #define compat_must_update_indexes(u) (u)

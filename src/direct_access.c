@@ -52,6 +52,27 @@
  * extension table's row, is moved in place by direct_access_update, under the
  * same two questions.
  *
+ * Changes in place.  upsert and transition write a changed row they have just
+ * read (below) with direct_access_update_row, in place of UPDATE ... WHERE key
+ * AND the row differs.  On top of the list above (triggers, rules, row security,
+ * partitions, generated columns, CHECK constraints, deferred indexes and
+ * persistence: direct_access_update_possible, re-checked where user code may
+ * have run since), what an UPDATE does and how it is kept:
+ *
+ *	rights (UPDATE on columns)	checked by the caller before the row is read
+ *	concurrent change			the row version read is the one written:
+ *								table_tuple_update waits for a writer or locker
+ *								as the statement does, and a row changed or
+ *								deleted meanwhile sends the caller to the
+ *								statement, whose EvalPlanQual reads it again
+ *	NOT NULL					a NULL in any NOT NULL column: SQL, for its error
+ *	replica identity			CheckCmdReplicaIdentity, the statement's own check
+ *	unique and exclusion		new index entries after a non-HOT update, checked
+ *								as the statement checks them; after a HOT update
+ *								only summarizing (BRIN) indexes get one (16+)
+ *	snapshot isolation			READ COMMITTED only (direct_access_allowed):
+ *								the statement raises 40001 on a concurrent change
+ *
  * Reads.  upsert and transition read the row a unique key names straight from
  * the index (direct_access_fetch), which is what makes a replay cheap: the
  * answer "already like this" comes from one index lookup, with no statement to
@@ -200,12 +221,13 @@ direct_access_checks_pass(Relation rel, TupleTableSlot *slot)
 }
 
 /*
- * May rows of rel be written without the executor, when we fill exactly the
- * columns in filled[0..nfilled-1]?  From the relation alone; the per-call
- * conditions are direct_access_allowed's.
+ * What every direct write needs of the relation itself, whichever columns it
+ * fills: a permanent plain table, not a partition nor a Citus shell, with no
+ * trigger, rule, row security, generated column, deferred index, or CHECK
+ * constraint we may not evaluate ourselves.
  */
-bool
-direct_access_possible(Relation rel, const AttrNumber *filled, int nfilled)
+static bool
+relation_allows_direct_writes(Relation rel)
 {
 	TupleDesc	desc = RelationGetDescr(rel);
 	TupleConstr *constr = desc->constr;
@@ -217,12 +239,27 @@ direct_access_possible(Relation rel, const AttrNumber *filled, int nfilled)
 		return false;
 	if (rel->trigdesc != NULL || rel->rd_rules != NULL || rel->rd_rel->relrowsecurity)
 		return false;
-	if (constr != NULL && constr->has_generated_stored)
-		return false;
 	for (int i = 0; constr != NULL && i < constr->num_check; i++)
 		if (!builtin_only(stringToNode(constr->check[i].ccbin)))
 			return false;
+	for (int i = 0; i < desc->natts; i++)
+		if (!TupleDescAttr(desc, i)->attisdropped && TupleDescAttr(desc, i)->attgenerated)
+			return false;
+	return !has_deferred_index(rel);
+}
 
+/*
+ * May rows of rel be written without the executor, when we fill exactly the
+ * columns in filled[0..nfilled-1]?  From the relation alone; the per-call
+ * conditions are direct_access_allowed's.
+ */
+bool
+direct_access_possible(Relation rel, const AttrNumber *filled, int nfilled)
+{
+	TupleDesc	desc = RelationGetDescr(rel);
+
+	if (!relation_allows_direct_writes(rel))
+		return false;
 	for (int i = 0; i < desc->natts; i++)
 	{
 		Form_pg_attribute att = TupleDescAttr(desc, i);
@@ -230,8 +267,6 @@ direct_access_possible(Relation rel, const AttrNumber *filled, int nfilled)
 
 		if (att->attisdropped)
 			continue;
-		if (att->attgenerated)
-			return false;
 		for (int f = 0; f < nfilled; f++)
 			if (filled[f] == att->attnum)
 				is_filled = true;
@@ -241,7 +276,18 @@ direct_access_possible(Relation rel, const AttrNumber *filled, int nfilled)
 			get_typtype(att->atttypid) == TYPTYPE_DOMAIN)
 			return false;
 	}
-	return !has_deferred_index(rel);
+	return true;
+}
+
+/*
+ * May a stored row of rel be changed in place by direct_access_update_row?  Every
+ * column is either carried over or set by the caller, so no default, identity or
+ * domain of a column left alone comes into it.  From the relation alone.
+ */
+bool
+direct_access_update_possible(Relation rel)
+{
+	return relation_allows_direct_writes(rel);
 }
 
 /*
@@ -384,12 +430,13 @@ CheckDirectRead(Relation rel, Relation index)
 
 /*
  * Fetch the row whose key columns (those of keyindex) equal row[attnum - 1].
- * Fills stored/storednulls (indexed by attnum - 1) and returns true when found.
+ * Fills stored/storednulls (indexed by attnum - 1) and, when asked, where the
+ * row version is (for direct_access_update_row), and returns true when found.
  * A NULL key value names no row, as "k = NULL" would not.
  */
 bool
 direct_access_fetch(Relation rel, Oid keyindex, const Datum *row, const bool *rownulls,
-		  Datum *stored, bool *storednulls)
+					Datum *stored, bool *storednulls, ItemPointer tid)
 {
 	Relation	index = try_relation_open(keyindex, AccessShareLock);
 	int			nkeys;
@@ -439,6 +486,8 @@ direct_access_fetch(Relation rel, Oid keyindex, const Datum *row, const bool *ro
 				datumCopy(slot->tts_values[i], TupleDescAttr(RelationGetDescr(rel), i)->attbyval,
 						  TupleDescAttr(RelationGetDescr(rel), i)->attlen);
 		}
+		if (tid != NULL)
+			*tid = slot->tts_tid;
 		found = true;
 	}
 	ExecDropSingleTupleTableSlot(slot);
@@ -477,9 +526,52 @@ direct_access_update(Relation rel, ItemPointer tid, TupleTableSlot *slot)
 
 		InitResultRelInfo(rri, rel, 1, NULL, 0);
 		ExecOpenIndices(rri, false);
-		compat_update_index_tuples(rri, slot, estate);
+		compat_update_index_tuples(rri, slot, estate, update_indexes);
 		ExecCloseIndices(rri);
 		FreeExecutorState(estate);
 	}
 	return true;
+}
+
+/*
+ * Replace the row at tid, which the caller read with a current snapshot, by
+ * values/nulls (natts of them, by attribute number - 1): an UPDATE's work, for a table
+ * direct_access_update_possible admits.  False sends the caller to the SQL
+ * path: the row changed or went meanwhile (the statement's EvalPlanQual settles
+ * that), or the new row breaks a NOT NULL or CHECK constraint, whose error the
+ * statement raises.  Unique and exclusion constraints are checked by the index
+ * insertion, with the statement's errors, and a table published without the
+ * replica identity its publications need refuses the update as a statement would.
+ */
+bool
+direct_access_update_row(Relation rel, int natts, ItemPointer tid, const Datum *values,
+						 const bool *nulls)
+{
+	TupleDesc	desc = RelationGetDescr(rel);
+	TupleTableSlot *slot;
+	bool		done = false;
+
+	/*
+	 * The caller's verdict from direct_access_update_possible may predate code
+	 * that ran since (a type's comparison function, say): what can change
+	 * without ALTER TABLE, which the caller's open relation refuses, is looked
+	 * at again, and a row read under another shape is not written.
+	 */
+	if (natts != desc->natts || rel->trigdesc != NULL || rel->rd_rules != NULL ||
+		rel->rd_rel->relrowsecurity)
+		return false;
+	for (int i = 0; i < desc->natts; i++)
+		if (nulls[i] && TupleDescAttr(desc, i)->attnotnull && !TupleDescAttr(desc, i)->attisdropped)
+			return false;
+	CheckCmdReplicaIdentity(rel, CMD_UPDATE);
+
+	slot = table_slot_create(rel, NULL);
+	ExecClearTuple(slot);
+	memcpy(slot->tts_values, values, sizeof(Datum) * desc->natts);
+	memcpy(slot->tts_isnull, nulls, sizeof(bool) * desc->natts);
+	ExecStoreVirtualTuple(slot);
+	if (direct_access_checks_pass(rel, slot))
+		done = direct_access_update(rel, tid, slot);
+	ExecDropSingleTupleTableSlot(slot);
+	return done;
 }

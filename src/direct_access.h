@@ -21,6 +21,9 @@ extern bool direct_access_speculative_insert(Relation rel, Oid arbiter, struct T
 extern bool direct_access_update(Relation rel, ItemPointer tid, struct TupleTableSlot *slot);
 extern bool direct_access_fetch_allowed(Relation rel);
 extern bool direct_access_fetch(Relation rel, Oid keyindex, const Datum *row, const bool *rownulls,
-								Datum *stored, bool *storednulls);
+								Datum *stored, bool *storednulls, ItemPointer tid);
+extern bool direct_access_update_possible(Relation rel);
+extern bool direct_access_update_row(Relation rel, int natts, ItemPointer tid,
+									 const Datum *values, const bool *nulls);
 
 #endif							/* INBOX_DIRECT_ACCESS_H */

@@ -22,6 +22,7 @@ typedef struct ShapeStatements
 	Oid			keyindex;		/* the unique index the key columns are */
 	Bitmapset  *keys;			/* its columns */
 	char	   *sql[SHAPE_MAX_STATEMENTS];
+	bool		direct_update;	/* direct_access_update_possible, when built */
 	int			fresh_rate;		/* recent share of calls that inserted (upsert) or
 								 * moved (transition), in 1/1024ths */
 	int			update_rate;	/* recent share of upserts that updated */

@@ -12,8 +12,9 @@
  *	missing		no row has the key
  *
  * The stored row is read from the index first (direct_access.c), so a replay, a
- * refusal or a missing row is answered without any statement.  Otherwise one
- * guarded UPDATE does the move, with the key's values (converted as
+ * refusal or a missing row is answered without any statement, and where the
+ * table allows it the move is written in place, without one either.  Otherwise
+ * one guarded UPDATE does the move, with the key's values (converted as
  * jsonb_populate_record would) as typed parameters; when it matches nothing,
  * because another session moved the row meanwhile, a second read says why.  Under READ COMMITTED, sessions racing to move one row queue on its row
  * lock; the losers re-check the state after the winner commits, find to_state, and
@@ -181,28 +182,57 @@ state_listed(ArrayType *sources, const char *state)
 }
 
 /*
+ * The stored row as read from the index, and where it is: what a move in place
+ * starts from.
+ */
+typedef struct StoredRow
+{
+	int			natts;
+	Datum	   *values;
+	bool	   *nulls;
+	ItemPointerData tid;
+} StoredRow;
+
+/*
  * The outcome when the stored row alone decides it (missing, already, rejected),
- * read from the index; NULL when the row may move and the guarded UPDATE must run.
+ * read from the index into stored; NULL when the row may move and the guarded
+ * UPDATE must run.
  */
 static const char *
 decide_missing_already_or_rejected(Relation rel, Oid keyindex, AttrNumber attnum, const Datum *row,
-								   const bool *rownulls, ArrayType *sources, const char *to_state)
+								   const bool *rownulls, ArrayType *sources, const char *to_state,
+								   StoredRow *stored)
 {
-	TupleDesc	desc = RelationGetDescr(rel);
-	Datum	   *stored = palloc(sizeof(Datum) * desc->natts);
-	bool	   *storednulls = palloc(sizeof(bool) * desc->natts);
 	char	   *current;
 
-	if (!direct_access_fetch(rel, keyindex, row, rownulls, stored, storednulls))
+	stored->natts = RelationGetDescr(rel)->natts;
+	stored->values = palloc(sizeof(Datum) * stored->natts);
+	stored->nulls = palloc(sizeof(bool) * stored->natts);
+	if (!direct_access_fetch(rel, keyindex, row, rownulls, stored->values, stored->nulls,
+							 &stored->tid))
 		return "missing";
-	if (storednulls[attnum - 1])
+	if (stored->nulls[attnum - 1])
 		return "rejected";
-	current = shape_value_text(rel, attnum, stored[attnum - 1]);
+	current = shape_value_text(rel, attnum, stored->values[attnum - 1]);
 	if (strcmp(current, to_state) == 0)
 		return "already";
 	if (!state_listed(sources, current))
 		return "rejected";
 	return NULL;
+}
+
+/*
+ * "moved" by writing the row decide_missing_already_or_rejected read in place,
+ * as the guarded UPDATE would; NULL when the SQL path must settle it (the row
+ * changed meanwhile, or a constraint's error is due).
+ */
+static const char *
+move_in_place(Relation rel, StoredRow *stored, AttrNumber attnum, Datum to_value)
+{
+	stored->values[attnum - 1] = to_value;
+	stored->nulls[attnum - 1] = false;
+	return direct_access_update_row(rel, stored->natts, &stored->tid, stored->values,
+									stored->nulls) ? "moved" : NULL;
 }
 
 /*
@@ -288,6 +318,9 @@ transition_common(FunctionCallInfo fcinfo, Relation rel, AclMode held, const Key
 	char	   *nulls = palloc(sizeof(char) * (nkeys + 2));
 	ShapeStatements built = {0};
 	const char *outcome;
+	bool		read_direct;
+	bool		in_place;
+	StoredRow	stored;
 
 	shape_check_assignable(rel, bms_make_singleton(attnum), false);
 	shape_check_columns(rel, ACL_SELECT, held, bms_add_member(bms_copy(keycols), attnum));
@@ -317,23 +350,35 @@ transition_common(FunctionCallInfo fcinfo, Relation rel, AclMode held, const Key
 		built.sql[0] = move_sql(target, quoted, shape_column_type(rel, attnum), keyindex, params,
 								 nkeys);
 		built.sql[1] = look_sql(target, quoted, keyindex, params);
+		built.direct_update = direct_access_update_possible(rel);
 		shape_cache_store(rel, SHAPE_TRANSITION, keycols, NULL, attnum, &built);
 		sql = &built;
 	}
 
 	/*
-	 * A replay or a refusal needs no statement at all when we may read the row;
-	 * but while most calls through this shape move their row, that read is an
-	 * index lookup the UPDATE repeats, so they go to the UPDATE at once.  Both
-	 * orders give the same answers: the UPDATE writes nothing unless it moves.
+	 * A replay or a refusal needs no statement at all when we may read the row,
+	 * and a move none either when we may also write it in place.  Without that,
+	 * while most calls through this shape move their row, the read is an index
+	 * lookup the UPDATE repeats, so they go to the UPDATE at once.  Every order
+	 * gives the same answers: the UPDATE writes nothing unless it moves.
 	 * idempotent_inbox.force_path forces an order (adaptive.h).
 	 */
-	outcome = (!adaptive_goes_first(sql->fresh_rate >= MOVED_FIRST_THRESHOLD, STEP_WRITE) &&
-			   direct_access_fetch_allowed(rel)) ?
-		decide_missing_already_or_rejected(rel, keyindex, attnum, row, rownulls, sources, to_state) : NULL;
+	read_direct = direct_access_fetch_allowed(rel);
+	in_place = read_direct && sql->direct_update && direct_access_allowed(RelationGetRelid(rel));
+	outcome = NULL;
+	if (read_direct &&
+		!adaptive_goes_first(sql->fresh_rate >= MOVED_FIRST_THRESHOLD && !in_place, STEP_WRITE))
+	{
+		outcome = decide_missing_already_or_rejected(rel, keyindex, attnum, row, rownulls, sources,
+													 to_state, &stored);
+		if (outcome == NULL && in_place)
+			outcome = move_in_place(rel, &stored, attnum, to_value);
+	}
 	if (outcome != NULL)
 	{
-		shape_cache_record(rel, SHAPE_TRANSITION, keycols, NULL, attnum, false, false);
+		bool		moved = strcmp(outcome, "moved") == 0;
+
+		shape_cache_record(rel, SHAPE_TRANSITION, keycols, NULL, attnum, moved, false);
 		table_close(rel, NoLock);
 		PG_RETURN_DATUM(signature_enum_label(signature_of_call(fcinfo)->rettype, outcome));
 	}

@@ -15,10 +15,14 @@
  * stored row is read first, from the index (direct_access.c) or, when the caller may not
  * read the table directly, with a SELECT, and compared byte for byte (image
  * equality, which needs no equality operator per type; in SQL the casts to record
- * keep the parser from turning it into a column-by-column comparison); only a row that is missing or differs goes
- * to INSERT ... ON CONFLICT DO UPDATE, whose WHERE repeats the same test so that a
- * concurrent writer between the two statements is still handled right.  Racing
- * upserts of one new key both succeed: ON CONFLICT turns the loser into an update.
+ * keep the parser from turning it into a column-by-column comparison).  A row read
+ * from the index that differs is changed in place, where the table allows it
+ * (direct_access_update_row): the guarded UPDATE's work without the statement.
+ * Otherwise, and when the row changed since it was read, a row that is missing
+ * or differs goes to the guarded UPDATE or INSERT ... ON CONFLICT DO UPDATE,
+ * whose WHERE repeats the same test so that a concurrent writer between the
+ * two steps is still handled right.  Racing upserts of one new key both
+ * succeed: ON CONFLICT turns the loser into an update.
  *
  * Columns absent from new_row keep their stored values on update and take their
  * defaults on insert; present ones are converted as jsonb_populate_record would
@@ -79,6 +83,11 @@ typedef struct UpsertPlan
 	Oid		   *types;
 	Datum	   *values;
 	char	   *nulls;
+	bool		read_direct;	/* the row may be read from the index */
+	bool		in_place;		/* and a changed row updated in place */
+	Datum	   *stored;			/* the row as read from the index, and where */
+	bool	   *storednulls;
+	ItemPointerData tid;
 } UpsertPlan;
 
 /* The key given as column names, or NULL for the primary key. */
@@ -368,7 +377,10 @@ decide_stale_or_unchanged(UpsertPlan *plan, bool *exists)
 	bool	   *storednulls = palloc(sizeof(bool) * desc->natts);
 	int			attnum = -1;
 
-	*exists = direct_access_fetch(plan->rel, plan->keyindex, plan->row, plan->rownulls, stored, storednulls);
+	*exists = direct_access_fetch(plan->rel, plan->keyindex, plan->row, plan->rownulls, stored,
+								  storednulls, &plan->tid);
+	plan->stored = stored;
+	plan->storednulls = storednulls;
 	if (!*exists)
 		return NULL;
 
@@ -398,7 +410,9 @@ decide_stale_or_unchanged(UpsertPlan *plan, bool *exists)
  *	insert first	INSERT ... ON CONFLICT DO NOTHING, for mostly new rows; on a
  *					conflict the statement that settles every race follows
  *	update first	the guarded UPDATE, for mostly changed rows: its WHERE fails on
- *					a replay, so it too writes and fires nothing, and we read after
+ *					a replay, so it too writes and fires nothing, and we read after;
+ *					not taken when the row can be changed in place, which makes
+ *					reading first as cheap
  * Every order gives the same answers.  Insert first is not taken when the table
  * has INSERT triggers, nor update first when it has statement-level UPDATE
  * triggers: they fire on the attempt, and a replay must fire none; nor insert
@@ -429,7 +443,7 @@ decide_without_writing(UpsertPlan *plan, const ShapeStatements *sql, bool *exist
 {
 	StatementPlan *statement;
 
-	if (direct_access_fetch_allowed(plan->rel))
+	if (plan->read_direct)
 		return decide_stale_or_unchanged(plan, exists);
 
 	/* The caller may not read the table directly: let SELECT check and filter. */
@@ -491,6 +505,37 @@ update_existing(UpsertPlan *plan, const ShapeStatements *sql)
 	statement = statement_cache_get(sql->sql[3], plan->nparams, plan->types);
 	statement_cache_execute(statement, plan->values, plan->nulls);
 	return SPI_processed == 1 ? "updated" : NULL;
+}
+
+/*
+ * "updated" by writing the changed row that decide_stale_or_unchanged read in
+ * place, as the guarded UPDATE would: the columns new_row names take its values,
+ * the key and the columns it leaves out keep theirs.  NULL when the SQL path must
+ * settle it: the row changed meanwhile, or the new row breaks a constraint whose
+ * error the statement raises.
+ */
+static const char *
+update_in_place(UpsertPlan *plan)
+{
+	int			natts = RelationGetDescr(plan->rel)->natts;
+	Bitmapset  *updated = bms_difference(plan->present, plan->keys);
+	Datum	   *values;
+	bool	   *nulls;
+	int			attnum = -1;
+
+	if (bms_is_empty(updated))
+		return NULL;
+	values = palloc(sizeof(Datum) * natts);
+	nulls = palloc(sizeof(bool) * natts);
+	memcpy(values, plan->stored, sizeof(Datum) * natts);
+	memcpy(nulls, plan->storednulls, sizeof(bool) * natts);
+	while ((attnum = bms_next_member(updated, attnum)) >= 0)
+	{
+		values[attnum - 1] = plan->row[attnum - 1];
+		nulls[attnum - 1] = plan->rownulls[attnum - 1];
+	}
+	return direct_access_update_row(plan->rel, natts, &plan->tid, values, nulls) ?
+		"updated" : NULL;
 }
 
 /*
@@ -608,7 +653,8 @@ run_upsert(UpsertPlan *plan, const ShapeStatements *sql)
 		else
 			outcome = plan->routed ? write_row_routed(plan, sql) : write_row(plan, sql);
 	}
-	else if (adaptive_goes_first(sql->update_rate >= UPDATE_FIRST_THRESHOLD, STEP_UPDATE) &&
+	else if (adaptive_goes_first(sql->update_rate >= UPDATE_FIRST_THRESHOLD && !plan->in_place,
+								 STEP_UPDATE) &&
 			 !has_update_statement_triggers(plan->rel))
 		outcome = update_existing(plan, sql);
 
@@ -617,6 +663,8 @@ run_upsert(UpsertPlan *plan, const ShapeStatements *sql)
 		bool		exists = false;
 
 		outcome = decide_without_writing(plan, sql, &exists);
+		if (outcome == NULL && exists && plan->in_place)
+			outcome = update_in_place(plan);
 		if (outcome == NULL && exists)
 			outcome = update_existing(plan, sql);
 		/* Missing, or changed meanwhile: the statement that settles every race. */
@@ -718,10 +766,14 @@ upsert_common(FunctionCallInfo fcinfo, Relation rel, AclMode held, Jsonb *row,
 		built.sql[1] = write_sql(&plan);
 		built.sql[2] = insert_first_sql(&plan);
 		built.sql[3] = update_sql(&plan);
+		built.direct_update = direct_access_update_possible(rel);
 		shape_cache_store(rel, SHAPE_UPSERT, plan.present, requested, plan.version, &built);
 		sql = &built;
 	}
 
+	plan.read_direct = direct_access_fetch_allowed(rel);
+	plan.in_place = plan.read_direct && sql->direct_update && !plan.routed &&
+		direct_access_allowed(RelationGetRelid(rel));
 	outcome = run_upsert(&plan, sql);
 	table_close(rel, NoLock);
 
