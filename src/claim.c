@@ -154,7 +154,7 @@ claim_insert(InboxInfo *inbox, Datum message_id, bytea *fingerprint)
 
 	if (fingerprint == NULL)
 	{
-		ClaimDirectResult direct = claim_direct(inbox, message_id, direct_probe_first(inbox));
+		ClaimDirectResult direct = claim_direct(inbox, message_id, direct_probe_first(inbox), NULL);
 
 		if (direct != CLAIM_DIRECT_UNAVAILABLE)
 			return direct == CLAIM_DIRECT_CLAIMED;
@@ -228,9 +228,9 @@ claim_checked(InboxInfo *inbox, Datum message_id, bytea *fingerprint)
  * writes nothing there.
  */
 static bool
-claim_directly(InboxInfo *inbox, Datum message_id, bool *claimed)
+claim_directly(InboxInfo *inbox, Datum message_id, HeldInbox *held, bool *claimed)
 {
-	ClaimDirectResult direct = claim_direct(inbox, message_id, direct_probe_first(inbox));
+	ClaimDirectResult direct = claim_direct(inbox, message_id, direct_probe_first(inbox), held);
 
 	if (direct == CLAIM_DIRECT_UNAVAILABLE)
 		return false;
@@ -264,7 +264,8 @@ claim_by_sql(InboxInfo *inbox, Datum message_id)
  * connecting costs more than the claim itself when done for every row of a COPY.
  */
 static bool
-claim_dispatch(InboxInfo *inbox, Datum message_id, bytea *fingerprint, bool connected)
+claim_dispatch(InboxInfo *inbox, Datum message_id, bytea *fingerprint, bool connected,
+			   HeldInbox *held)
 {
 	bool		checked = inbox->has_retention || fingerprint != NULL;
 	bool		claimed;
@@ -278,7 +279,7 @@ claim_dispatch(InboxInfo *inbox, Datum message_id, bytea *fingerprint, bool conn
 			SPI_finish();
 		return claimed;
 	}
-	if (!checked && claim_directly(inbox, message_id, &claimed))
+	if (!checked && claim_directly(inbox, message_id, held, &claimed))
 		return claimed;
 
 	if (!connected)
@@ -294,14 +295,17 @@ claim_dispatch(InboxInfo *inbox, Datum message_id, bytea *fingerprint, bool conn
 bool
 claim_one(InboxInfo *inbox, Datum message_id, bytea *fingerprint)
 {
-	return claim_dispatch(inbox, message_id, fingerprint, true);
+	return claim_dispatch(inbox, message_id, fingerprint, true, NULL);
 }
 
-/* Claim one id without a fingerprint, for callers without SPI (claim, the dedup trigger). */
+/*
+ * Claim one id without a fingerprint, for a caller without SPI: the dedup trigger,
+ * which keeps the inbox open across the rows of its statement in held.
+ */
 bool
-claim_one_connecting(InboxInfo *inbox, Datum message_id)
+claim_one_connecting(InboxInfo *inbox, Datum message_id, HeldInbox *held)
 {
-	return claim_dispatch(inbox, message_id, NULL, false);
+	return claim_dispatch(inbox, message_id, NULL, false, held);
 }
 
 PG_FUNCTION_INFO_V1(inbox_claim);
@@ -320,7 +324,7 @@ inbox_claim(PG_FUNCTION_ARGS)
 	if (fingerprint != NULL)
 		registry_check_stored_reads(fcinfo, inbox);
 
-	PG_RETURN_BOOL(claim_dispatch(inbox, id, fingerprint, false));
+	PG_RETURN_BOOL(claim_dispatch(inbox, id, fingerprint, false, NULL));
 }
 
 /* claim of a sharded inbox: the shard key value, then the message id. */

@@ -12,6 +12,7 @@
 #include "utils/tuplestore.h"
 
 #include "inbox.h"
+#include "held_inbox.h"
 #include "signature.h"
 
 /* A batch of message ids, as claim_many and claim_apply_many take it. */
@@ -25,7 +26,7 @@ typedef struct ClaimBatch
 } ClaimBatch;
 
 extern bool claim_one(InboxInfo *inbox, Datum message_id, bytea *fingerprint);
-extern bool claim_one_connecting(InboxInfo *inbox, Datum message_id);
+extern bool claim_one_connecting(InboxInfo *inbox, Datum message_id, HeldInbox *held);
 extern void claim_batch_read(ClaimBatch *batch, FunctionCallInfo fcinfo,
 							 const CallSignature *sig, InboxInfo *inbox);
 extern void claim_batch_claim(ClaimBatch *batch, InboxInfo *inbox, const Datum *shard_key);

@@ -47,20 +47,32 @@
 #include "claim_direct.h"
 #include "claim_row.h"
 #include "direct_access.h"
+#include "held_inbox.h"
 
 /*
  * Write the claim row.  CLAIM_DIRECT_CLAIMED when it went in;
  * CLAIM_DIRECT_DUPLICATE when a concurrent insertion of the id won and the caller
  * must look again; CLAIM_DIRECT_UNAVAILABLE when the row fails a CHECK constraint
- * of the inbox, whose error the SQL path raises (see direct_access.c).
+ * of the inbox, whose error the SQL path raises (see direct_access.c).  With held,
+ * the inbox stays open for the caller's next row (held_inbox.c).
  */
 static ClaimDirectResult
-insert_speculatively(InboxInfo *inbox, Datum message_id)
+insert_speculatively(InboxInfo *inbox, Datum message_id, HeldInbox *held)
 {
-	Relation	rel = table_open(inbox->relid, NoLock);	/* locked by the lookup */
-	TupleTableSlot *slot = table_slot_create(rel, NULL);
+	DirectInsert one;
+	DirectInsert *di;
+	TupleTableSlot *slot;
 	ClaimDirectResult result = CLAIM_DIRECT_UNAVAILABLE;
 
+	if (held != NULL)
+		di = held_inbox_open(held, inbox->relid);
+	else
+	{
+		di = &one;
+		direct_insert_begin(di, table_open(inbox->relid, NoLock));	/* locked by the lookup */
+	}
+
+	slot = di->slot;
 	ExecClearTuple(slot);
 	memset(slot->tts_isnull, true, sizeof(bool) * slot->tts_tupleDescriptor->natts);
 	slot->tts_values[inbox->key_attnum - 1] = message_id;
@@ -70,12 +82,15 @@ insert_speculatively(InboxInfo *inbox, Datum message_id)
 	slot->tts_isnull[inbox->columns[COL_CLAIMED_AT] - 1] = false;
 	ExecStoreVirtualTuple(slot);
 
-	if (direct_access_checks_pass(rel, slot))
-		result = direct_access_speculative_insert(rel, inbox->pkindex, slot) ?
+	if (direct_access_checks_pass(di->rel, slot))
+		result = direct_insert_speculative(di, inbox->pkindex) ?
 			CLAIM_DIRECT_CLAIMED : CLAIM_DIRECT_DUPLICATE;
 
-	ExecDropSingleTupleTableSlot(slot);
-	table_close(rel, NoLock);
+	if (held == NULL)
+	{
+		direct_insert_end(di);
+		table_close(di->rel, NoLock);
+	}
 	return result;
 }
 
@@ -83,9 +98,10 @@ insert_speculatively(InboxInfo *inbox, Datum message_id)
  * Claim one id without the executor.  Returns CLAIM_DIRECT_UNAVAILABLE when this
  * call must take the SQL path; otherwise whether the claim was written.  Unless
  * probe_first, the insert is tried before the look (see the head of this file).
+ * held, when not NULL, keeps the inbox open across the caller's calls.
  */
 ClaimDirectResult
-claim_direct(InboxInfo *inbox, Datum message_id, bool probe_first)
+claim_direct(InboxInfo *inbox, Datum message_id, bool probe_first, HeldInbox *held)
 {
 	int			retries = 0;
 	ClaimDirectResult inserted;
@@ -95,7 +111,7 @@ claim_direct(InboxInfo *inbox, Datum message_id, bool probe_first)
 
 	if (!probe_first)
 	{
-		inserted = insert_speculatively(inbox, message_id);
+		inserted = insert_speculatively(inbox, message_id, held);
 		if (inserted != CLAIM_DIRECT_DUPLICATE)
 			return inserted;
 	}
@@ -113,7 +129,7 @@ claim_direct(InboxInfo *inbox, Datum message_id, bool probe_first)
 			claim_row_wait(inbox, &row);
 			continue;
 		}
-		inserted = insert_speculatively(inbox, message_id);
+		inserted = insert_speculatively(inbox, message_id, held);
 		if (inserted != CLAIM_DIRECT_DUPLICATE)
 			return inserted;
 	}

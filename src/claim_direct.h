@@ -6,6 +6,7 @@
 #define INBOX_CLAIM_DIRECT_H
 
 #include "inbox.h"
+#include "held_inbox.h"
 
 typedef enum ClaimDirectResult
 {
@@ -14,6 +15,7 @@ typedef enum ClaimDirectResult
 	CLAIM_DIRECT_DUPLICATE
 } ClaimDirectResult;
 
-extern ClaimDirectResult claim_direct(InboxInfo *inbox, Datum message_id, bool probe_first);
+extern ClaimDirectResult claim_direct(InboxInfo *inbox, Datum message_id, bool probe_first,
+									  HeldInbox *held);
 
 #endif							/* INBOX_CLAIM_DIRECT_H */

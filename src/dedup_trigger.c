@@ -47,6 +47,7 @@
 
 #include "inbox.h"
 #include "claim.h"
+#include "held_inbox.h"
 #include "message_id.h"
 #include "registry.h"
 #include "relcache_callbacks.h"
@@ -59,6 +60,7 @@ typedef struct DedupTarget
 	Oid			idtype;			/* the type the id is handed to claim as */
 	bool		widen;			/* an int2 or int4 column for a bigint inbox */
 	bool		from_int2;		/* widen from int2 (the base type, for domains) */
+	HeldInbox  *held;			/* the inbox kept open for the statement's rows */
 } DedupTarget;
 
 static void
@@ -311,6 +313,7 @@ dedup_target(FunctionCallInfo fcinfo)
 				 errhint("Give the trigger an inbox without a shard key.")));
 	target = MemoryContextAlloc(fcinfo->flinfo->fn_mcxt, sizeof(DedupTarget));
 	target->inbox = inbox->relid;
+	target->held = held_inbox_create(fcinfo->flinfo->fn_mcxt);
 	resolve_column(target, data, inbox, args[1]);
 	fcinfo->flinfo->fn_extra = target;
 	return target;
@@ -346,7 +349,7 @@ inbox_dedup_trigger(PG_FUNCTION_ARGS)
 		value = PointerGetDatum(PG_DETOAST_DATUM_PACKED(value));
 	id = message_id_from_element(value, false, target->idtype, inbox, 0);
 
-	claimed = claim_one_connecting(inbox, id);
+	claimed = claim_one_connecting(inbox, id, target->held);
 
 	return PointerGetDatum(claimed ? row : NULL);
 }

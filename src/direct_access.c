@@ -370,33 +370,72 @@ direct_access_wait(Relation heap, const DirtyWait *wait, ItemPointer tid)
 }
 
 /*
- * One speculative insertion of the row in slot, with arbiter as the only index
- * whose conflicts are not errors.  True if it went in; false if a concurrent
- * insertion of the same key won, and the caller must look again.  The caller
- * has locked rel and checked direct_access_possible and direct_access_allowed.
+ * What a speculative insertion needs around it: executor state, the table's
+ * indexes opened for insertion, and a slot to build rows in.  Opened once per
+ * row, or once per statement by a caller that keeps it (held_inbox.c).  The
+ * caller has locked rel and keeps it open for as long.
+ */
+void
+direct_insert_begin(DirectInsert *di, Relation rel)
+{
+	MemoryContext old;
+
+	di->rel = rel;
+	di->estate = CreateExecutorState();
+	old = MemoryContextSwitchTo(di->estate->es_query_cxt);
+	di->rri = makeNode(ResultRelInfo);
+	InitResultRelInfo(di->rri, rel, 1, NULL, 0);
+	ExecOpenIndices(di->rri, true);
+	di->slot = table_slot_create(rel, NULL);
+	MemoryContextSwitchTo(old);
+}
+
+void
+direct_insert_end(DirectInsert *di)
+{
+	ExecDropSingleTupleTableSlot(di->slot);
+	ExecCloseIndices(di->rri);
+	FreeExecutorState(di->estate);
+}
+
+/*
+ * One speculative insertion of the row in di->slot, with arbiter as the only
+ * index whose conflicts are not errors.  True if it went in; false if a
+ * concurrent insertion of the same key won, and the caller must look again.  The
+ * caller has checked direct_access_possible and direct_access_allowed.
  */
 bool
-direct_access_speculative_insert(Relation rel, Oid arbiter, TupleTableSlot *slot)
+direct_insert_speculative(DirectInsert *di, Oid arbiter)
 {
-	EState	   *estate = CreateExecutorState();
-	ResultRelInfo *rri = makeNode(ResultRelInfo);
 	TransactionId xid = GetCurrentTransactionId();
+	MemoryContext old = MemoryContextSwitchTo(GetPerTupleMemoryContext(di->estate));
 	List	   *arbiters = list_make1_oid(arbiter);
 	bool		conflict = false;
 	uint32		token;
 
-	InitResultRelInfo(rri, rel, 1, NULL, 0);
-	ExecOpenIndices(rri, true);
-
 	token = SpeculativeInsertionLockAcquire(xid);
-	table_tuple_insert_speculative(rel, slot, GetCurrentCommandId(true), 0, NULL, token);
-	compat_insert_index_tuples(rri, slot, estate, &conflict, arbiters);
-	table_tuple_complete_speculative(rel, slot, token, !conflict);
+	table_tuple_insert_speculative(di->rel, di->slot, GetCurrentCommandId(true), 0, NULL, token);
+	compat_insert_index_tuples(di->rri, di->slot, di->estate, &conflict, arbiters);
+	table_tuple_complete_speculative(di->rel, di->slot, token, !conflict);
 	SpeculativeInsertionLockRelease(xid);
 
-	ExecCloseIndices(rri);
-	FreeExecutorState(estate);
+	MemoryContextSwitchTo(old);
+	ResetPerTupleExprContext(di->estate);
 	return !conflict;
+}
+
+/* direct_insert_speculative of the row in slot, with state opened for it alone. */
+bool
+direct_access_speculative_insert(Relation rel, Oid arbiter, TupleTableSlot *slot)
+{
+	DirectInsert di;
+	bool		inserted;
+
+	direct_insert_begin(&di, rel);
+	ExecCopySlot(di.slot, slot);
+	inserted = direct_insert_speculative(&di, arbiter);
+	direct_insert_end(&di);
+	return inserted;
 }
 
 /*

@@ -18,6 +18,19 @@ extern RowState direct_access_dirty_lookup(Relation heap, Relation index,
 										   void *arg);
 extern void direct_access_wait(Relation heap, const DirtyWait *wait, ItemPointer tid);
 extern bool direct_access_speculative_insert(Relation rel, Oid arbiter, struct TupleTableSlot *slot);
+
+/* A speculative insertion's surroundings, kept across rows by held_inbox.c. */
+typedef struct DirectInsert
+{
+	Relation	rel;
+	struct EState *estate;
+	struct ResultRelInfo *rri;
+	struct TupleTableSlot *slot;	/* the row to insert is built here */
+} DirectInsert;
+
+extern void direct_insert_begin(DirectInsert *di, Relation rel);
+extern bool direct_insert_speculative(DirectInsert *di, Oid arbiter);
+extern void direct_insert_end(DirectInsert *di);
 extern bool direct_access_update(Relation rel, ItemPointer tid, struct TupleTableSlot *slot);
 extern bool direct_access_fetch_allowed(Relation rel);
 extern bool direct_access_fetch(Relation rel, Oid keyindex, const Datum *row, const bool *rownulls,
