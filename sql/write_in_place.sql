@@ -88,7 +88,9 @@ SELECT * FROM wip_gen;
 -- the update, as the statement does; with one it goes through.
 CREATE TABLE wip_pub (code text NOT NULL UNIQUE, val int);
 INSERT INTO wip_pub VALUES ('a', 1);
+SET client_min_messages = error;  -- whatever wal_level is, and however a version words it
 CREATE PUBLICATION wip_pub FOR TABLE wip_pub;
+RESET client_min_messages;
 SELECT inbox.upsert('wip_pub', '{"code": "a", "val": 2}', key => '{code}');
 ALTER TABLE wip_pub REPLICA IDENTITY USING INDEX wip_pub_code_key;
 SELECT inbox.upsert('wip_pub', '{"code": "a", "val": 2}', key => '{code}') AS published;
