@@ -48,6 +48,23 @@ SELECT inbox.upsert('wip', '{"id": 1, "amount": -1}');
 SELECT inbox.upsert('wip', '{"id": 1, "ref": "r2"}');
 SELECT inbox.transition_key('wip', 1, 'ref', ARRAY['r1'], 'r2');
 SELECT id, status, amount, ref FROM wip ORDER BY id;
+-- A new row is inserted without the statement too (one lookup: the read that
+-- found no row), with the same constraints and errors.
+BEGIN;
+SELECT wip_lookups() AS before \gset
+SELECT inbox.upsert_row(ROW(3, 'NEW', 30, 'three', 'r3')::wip) AS inserted;
+SELECT wip_lookups() - :before AS lookups;
+COMMIT;
+SELECT inbox.upsert_row(ROW(4, NULL, 40, 'four', 'r4')::wip);
+SELECT inbox.upsert_row(ROW(4, 'NEW', -40, 'four', 'r4')::wip);
+SELECT inbox.upsert_row(ROW(4, 'NEW', 40, 'four', 'r3')::wip);
+-- Columns left out must be ones the statement would leave NULL: a default is the
+-- statement's to fill.
+ALTER TABLE wip ADD COLUMN source text DEFAULT 'api';
+SELECT inbox.upsert('wip', '{"id": 5, "status": "NEW"}') AS with_default;
+SELECT id, status, source FROM wip WHERE id = 5;
+ALTER TABLE wip DROP COLUMN source;
+SELECT id, status, amount, ref FROM wip ORDER BY id;
 -- A CHECK calling the user's own function is not evaluated in place: the statement
 -- runs it, with the caller's rights.
 CREATE FUNCTION wip_round(a int) RETURNS bool LANGUAGE sql IMMUTABLE AS $$ SELECT a % 5 = 0 $$;
@@ -66,6 +83,8 @@ CREATE TABLE wip_booking (id int PRIMARY KEY, room int NOT NULL, during int4rang
 INSERT INTO wip_booking VALUES (1, 7, '[1,5)'), (2, 7, '[10,15)');
 SELECT inbox.upsert('wip_booking', '{"id": 2, "during": "[4,12)"}');
 SELECT inbox.upsert('wip_booking', '{"id": 2, "during": "[5,12)"}') AS adjacent;
+SELECT inbox.upsert('wip_booking', '{"id": 3, "room": 7, "during": "[10,20)"}');
+SELECT inbox.upsert('wip_booking', '{"id": 3, "room": 7, "during": "[15,20)"}') AS inserted;
 SELECT * FROM wip_booking ORDER BY id;
 
 -- A trigger, a rule, row security or a generated column send the change through
@@ -130,6 +149,35 @@ SELECT inbox.transition_key('wip_orders', 1, 'state', ARRAY['PENDING'], 'PAID') 
 COMMIT;
 SELECT inbox.transition_key('wip_orders', 2, 'state', ARRAY['PENDING'], 'LOST');
 SELECT * FROM wip_orders ORDER BY id;
+
+-- Code that runs between the read and the write may change the row itself: here
+-- the comparison of a version column's range type, through an operator class
+-- whose support function is PL/pgSQL.  The statement then answers, as UPDATE
+-- would, never an internal error.
+CREATE FUNCTION wip_meddling_cmp(a int, b int) RETURNS int LANGUAGE plpgsql AS $$
+BEGIN
+    IF a = 1 AND b = 2 AND current_setting('wip.meddle', true) = 'on' THEN
+        PERFORM set_config('wip.meddle', 'off', true);
+        UPDATE wip_meddle SET val = 'meddled' WHERE id = 1;
+    END IF;
+    RETURN CASE WHEN a < b THEN -1 WHEN a > b THEN 1 ELSE 0 END;
+END $$;
+CREATE OPERATOR CLASS wip_meddling_ops FOR TYPE int4 USING btree AS
+    OPERATOR 1 <, OPERATOR 2 <=, OPERATOR 3 =, OPERATOR 4 >=, OPERATOR 5 >,
+    FUNCTION 1 wip_meddling_cmp(int, int);
+CREATE TYPE wip_vrange AS RANGE (subtype = int4, subtype_opclass = wip_meddling_ops);
+CREATE TABLE wip_meddle (id int PRIMARY KEY, val text, v wip_vrange);
+INSERT INTO wip_meddle VALUES (1, 'start', '[1,2)');
+BEGIN;
+SET LOCAL wip.meddle = on;
+SELECT inbox.upsert('wip_meddle', '{"id": 1, "val": "new", "v": "[2,3)"}', version_column => 'v');
+SELECT current_setting('wip.meddle') AS meddled_off, * FROM wip_meddle;
+COMMIT;
+DROP TABLE wip_meddle;
+DROP TYPE wip_vrange;
+DROP OPERATOR CLASS wip_meddling_ops USING btree;
+DROP OPERATOR FAMILY wip_meddling_ops USING btree;
+DROP FUNCTION wip_meddling_cmp(int, int);
 
 DROP TABLE wip, wip_booking, wip_gen, wip_pub, wip_brin, wip_brin_sql, wip_orders;
 DROP FUNCTION wip_lookups(), wip_order_lookups(), wip_round(int), wip_note();

@@ -52,6 +52,11 @@
  * extension table's row, is moved in place by direct_access_update, under the
  * same two questions.
  *
+ * upsert inserts a new row the same way (direct_access_insert_row), when the
+ * list above admits the columns it names; the values it brings have been
+ * converted to each column's type and typmod already (jsonb_populate_record,
+ * the cast to the table's row type), as the claim's are.
+ *
  * Changes in place.  upsert and transition write a changed row they have just
  * read (below) with direct_access_update_row, in place of UPDATE ... WHERE key
  * AND the row differs.  On top of the list above (triggers, rules, row security,
@@ -66,6 +71,9 @@
  *								deleted meanwhile sends the caller to the
  *								statement, whose EvalPlanQual reads it again
  *	NOT NULL					a NULL in any NOT NULL column: SQL, for its error
+ *	types and typmods			the new values come converted to the column's type
+ *								and typmod (as for inserts above; transition's
+ *								by the input function with the typmod)
  *	replica identity			CheckCmdReplicaIdentity, the statement's own check
  *	unique and exclusion		new index entries after a non-HOT update, checked
  *								as the statement checks them; after a HOT update
@@ -539,7 +547,7 @@ direct_access_fetch(Relation rel, Oid keyindex, const Datum *row, const bool *ro
 
 /*
  * Replace the committed (or our own) row at tid by slot, and its index entries;
- * false if another transaction changed or deleted it first, and the caller must
+ * false if it was changed or deleted since it was read, and the caller must
  * look again.  The caller has checked direct_access_possible and _allowed.
  */
 bool
@@ -553,7 +561,12 @@ direct_access_update(Relation rel, ItemPointer tid, TupleTableSlot *slot)
 	result = compat_table_tuple_update(rel, tid, slot, GetCurrentCommandId(true),
 									   InvalidSnapshot, InvalidSnapshot, true,
 									   &tmfd, &lockmode, &update_indexes);
-	if (result == TM_Updated || result == TM_Deleted)
+	/*
+	 * Changed since it was read: by another transaction, or by this one in code
+	 * that ran between the read and now (a type's comparison function, say).
+	 * The statement reads the row again and answers as UPDATE does.
+	 */
+	if (result == TM_Updated || result == TM_Deleted || result == TM_SelfModified)
 		return false;
 	if (result != TM_Ok)
 		elog(ERROR, "unexpected result %d updating a row directly", (int) result);
@@ -573,9 +586,68 @@ direct_access_update(Relation rel, ItemPointer tid, TupleTableSlot *slot)
 }
 
 /*
- * Replace the row at tid, which the caller read with a current snapshot, by
- * values/nulls (natts of them, by attribute number - 1): an UPDATE's work, for a table
- * direct_access_update_possible admits.  False sends the caller to the SQL
+ * What may have changed since the caller's direct_access_possible or
+ * direct_access_update_possible verdict, when user code ran since (a type's
+ * comparison function, say), and what a row must satisfy that the caller's
+ * values may not: is it still right to write values/nulls (natts of them, by
+ * attribute number - 1) directly?  What cannot change without ALTER TABLE,
+ * which the caller's open relation refuses, is not looked at again; a row read
+ * under another shape is not written.
+ */
+static bool
+row_still_direct(Relation rel, int natts, const bool *nulls)
+{
+	TupleDesc	desc = RelationGetDescr(rel);
+
+	if (natts != desc->natts || rel->trigdesc != NULL || rel->rd_rules != NULL ||
+		rel->rd_rel->relrowsecurity)
+		return false;
+	for (int i = 0; i < desc->natts; i++)
+		if (nulls[i] && TupleDescAttr(desc, i)->attnotnull && !TupleDescAttr(desc, i)->attisdropped)
+			return false;
+	return true;
+}
+
+static void
+store_row(TupleTableSlot *slot, int natts, const Datum *values, const bool *nulls)
+{
+	ExecClearTuple(slot);
+	memcpy(slot->tts_values, values, sizeof(Datum) * natts);
+	memcpy(slot->tts_isnull, nulls, sizeof(bool) * natts);
+	ExecStoreVirtualTuple(slot);
+}
+
+/*
+ * Insert values/nulls (natts of them, by attribute number - 1) speculatively,
+ * with arbiter as the only index whose conflict is no error, for a table whose
+ * direct_access_possible verdict covered exactly the columns given (the others
+ * are NULL).  DIRECT_INSERTED, or DIRECT_CONFLICT when a row with the key exists
+ * or is being inserted (nothing was written); DIRECT_UNAVAILABLE sends the
+ * caller to the SQL path, when the row breaks a NOT NULL or CHECK constraint
+ * whose error the statement raises.
+ */
+DirectWrite
+direct_access_insert_row(Relation rel, Oid arbiter, int natts, const Datum *values,
+						 const bool *nulls)
+{
+	DirectInsert di;
+	DirectWrite result = DIRECT_UNAVAILABLE;
+
+	if (!row_still_direct(rel, natts, nulls))
+		return DIRECT_UNAVAILABLE;
+	direct_insert_begin(&di, rel);
+	store_row(di.slot, natts, values, nulls);
+	if (direct_access_checks_pass(rel, di.slot))
+		result = direct_insert_speculative(&di, arbiter) ? DIRECT_INSERTED : DIRECT_CONFLICT;
+	direct_insert_end(&di);
+	return result;
+}
+
+/*
+ * Replace the row at tid, which the caller read with a current snapshot at
+ * command read_cid (GetCurrentCommandId(false) just after direct_access_fetch),
+ * by values/nulls (natts of them, by attribute number - 1): an UPDATE's work, for a
+ * table direct_access_update_possible admits.  False sends the caller to the SQL
  * path: the row changed or went meanwhile (the statement's EvalPlanQual settles
  * that), or the new row breaks a NOT NULL or CHECK constraint, whose error the
  * statement raises.  Unique and exclusion constraints are checked by the index
@@ -583,32 +655,22 @@ direct_access_update(Relation rel, ItemPointer tid, TupleTableSlot *slot)
  * replica identity its publications need refuses the update as a statement would.
  */
 bool
-direct_access_update_row(Relation rel, int natts, ItemPointer tid, const Datum *values,
-						 const bool *nulls)
+direct_access_update_row(Relation rel, int natts, ItemPointer tid, CommandId read_cid,
+						 const Datum *values, const bool *nulls)
 {
-	TupleDesc	desc = RelationGetDescr(rel);
 	TupleTableSlot *slot;
 	bool		done = false;
 
 	/*
-	 * The caller's verdict from direct_access_update_possible may predate code
-	 * that ran since (a type's comparison function, say): what can change
-	 * without ALTER TABLE, which the caller's open relation refuses, is looked
-	 * at again, and a row read under another shape is not written.
+	 * A command run since the read (by a type's comparison or output function,
+	 * say) may have changed the row: let the statement read it again.
 	 */
-	if (natts != desc->natts || rel->trigdesc != NULL || rel->rd_rules != NULL ||
-		rel->rd_rel->relrowsecurity)
+	if (GetCurrentCommandId(false) != read_cid || !row_still_direct(rel, natts, nulls))
 		return false;
-	for (int i = 0; i < desc->natts; i++)
-		if (nulls[i] && TupleDescAttr(desc, i)->attnotnull && !TupleDescAttr(desc, i)->attisdropped)
-			return false;
 	CheckCmdReplicaIdentity(rel, CMD_UPDATE);
 
 	slot = table_slot_create(rel, NULL);
-	ExecClearTuple(slot);
-	memcpy(slot->tts_values, values, sizeof(Datum) * desc->natts);
-	memcpy(slot->tts_isnull, nulls, sizeof(bool) * desc->natts);
-	ExecStoreVirtualTuple(slot);
+	store_row(slot, natts, values, nulls);
 	if (direct_access_checks_pass(rel, slot))
 		done = direct_access_update(rel, tid, slot);
 	ExecDropSingleTupleTableSlot(slot);

@@ -36,7 +36,19 @@ extern bool direct_access_fetch_allowed(Relation rel);
 extern bool direct_access_fetch(Relation rel, Oid keyindex, const Datum *row, const bool *rownulls,
 								Datum *stored, bool *storednulls, ItemPointer tid);
 extern bool direct_access_update_possible(Relation rel);
+
+/* What a direct write of a row did. */
+typedef enum DirectWrite
+{
+	DIRECT_UNAVAILABLE,			/* nothing: take the SQL path */
+	DIRECT_INSERTED,
+	DIRECT_CONFLICT				/* nothing: the arbiter's key is taken */
+} DirectWrite;
+
+extern DirectWrite direct_access_insert_row(Relation rel, Oid arbiter, int natts,
+											const Datum *values, const bool *nulls);
 extern bool direct_access_update_row(Relation rel, int natts, ItemPointer tid,
-									 const Datum *values, const bool *nulls);
+									 CommandId read_cid, const Datum *values,
+									 const bool *nulls);
 
 #endif							/* INBOX_DIRECT_ACCESS_H */

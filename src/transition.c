@@ -31,6 +31,7 @@
 #include "postgres.h"
 
 #include "access/table.h"
+#include "access/xact.h"
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
 #include "nodes/makefuncs.h"
@@ -191,6 +192,7 @@ typedef struct StoredRow
 	Datum	   *values;
 	bool	   *nulls;
 	ItemPointerData tid;
+	CommandId	read_cid;		/* the command it was read in */
 } StoredRow;
 
 /*
@@ -211,6 +213,7 @@ decide_missing_already_or_rejected(Relation rel, Oid keyindex, AttrNumber attnum
 	if (!direct_access_fetch(rel, keyindex, row, rownulls, stored->values, stored->nulls,
 							 &stored->tid))
 		return "missing";
+	stored->read_cid = GetCurrentCommandId(false);
 	if (stored->nulls[attnum - 1])
 		return "rejected";
 	current = shape_value_text(rel, attnum, stored->values[attnum - 1]);
@@ -231,8 +234,8 @@ move_in_place(Relation rel, StoredRow *stored, AttrNumber attnum, Datum to_value
 {
 	stored->values[attnum - 1] = to_value;
 	stored->nulls[attnum - 1] = false;
-	return direct_access_update_row(rel, stored->natts, &stored->tid, stored->values,
-									stored->nulls) ? "moved" : NULL;
+	return direct_access_update_row(rel, stored->natts, &stored->tid, stored->read_cid,
+									stored->values, stored->nulls) ? "moved" : NULL;
 }
 
 /*

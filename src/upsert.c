@@ -41,6 +41,7 @@
 
 #include "access/htup_details.h"
 #include "access/table.h"
+#include "access/xact.h"
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
 #include "miscadmin.h"
@@ -85,9 +86,11 @@ typedef struct UpsertPlan
 	char	   *nulls;
 	bool		read_direct;	/* the row may be read from the index */
 	bool		in_place;		/* and a changed row updated in place */
+	bool		insert_direct;	/* a new row may be inserted without the executor */
 	Datum	   *stored;			/* the row as read from the index, and where */
 	bool	   *storednulls;
 	ItemPointerData tid;
+	CommandId	read_cid;		/* the command it was read in */
 } UpsertPlan;
 
 /* The key given as column names, or NULL for the primary key. */
@@ -379,6 +382,7 @@ decide_stale_or_unchanged(UpsertPlan *plan, bool *exists)
 
 	*exists = direct_access_fetch(plan->rel, plan->keyindex, plan->row, plan->rownulls, stored,
 								  storednulls, &plan->tid);
+	plan->read_cid = GetCurrentCommandId(false);
 	plan->stored = stored;
 	plan->storednulls = storednulls;
 	if (!*exists)
@@ -534,7 +538,7 @@ update_in_place(UpsertPlan *plan)
 		values[attnum - 1] = plan->row[attnum - 1];
 		nulls[attnum - 1] = plan->rownulls[attnum - 1];
 	}
-	return direct_access_update_row(plan->rel, natts, &plan->tid, values, nulls) ?
+	return direct_access_update_row(plan->rel, natts, &plan->tid, plan->read_cid, values, nulls) ?
 		"updated" : NULL;
 }
 
@@ -578,12 +582,42 @@ has_update_statement_triggers(Relation rel)
 		(trig->trig_update_before_statement || trig->trig_update_after_statement);
 }
 
+/*
+ * INSERT ... ON CONFLICT DO NOTHING without the executor: the columns new_row
+ * names take its values, the others are NULL (direct_access_possible checked
+ * that they may be).
+ */
+static DirectWrite
+insert_directly(UpsertPlan *plan)
+{
+	int			natts = RelationGetDescr(plan->rel)->natts;
+	Datum	   *values = palloc0(sizeof(Datum) * natts);
+	bool	   *nulls = palloc(sizeof(bool) * natts);
+	int			attnum = -1;
+
+	memset(nulls, true, sizeof(bool) * natts);
+	while ((attnum = bms_next_member(plan->present, attnum)) >= 0)
+	{
+		values[attnum - 1] = plan->row[attnum - 1];
+		nulls[attnum - 1] = plan->rownulls[attnum - 1];
+	}
+	return direct_access_insert_row(plan->rel, plan->keyindex, natts, values, nulls);
+}
+
 /* INSERT ... ON CONFLICT DO NOTHING: did it insert? */
 static bool
 insert_new(UpsertPlan *plan, const ShapeStatements *sql)
 {
-	StatementPlan *statement = statement_cache_get(sql->sql[2], plan->nparams, plan->types);
+	StatementPlan *statement;
 
+	if (plan->insert_direct)
+	{
+		DirectWrite done = insert_directly(plan);
+
+		if (done != DIRECT_UNAVAILABLE)
+			return done == DIRECT_INSERTED;
+	}
+	statement = statement_cache_get(sql->sql[2], plan->nparams, plan->types);
 	statement_cache_execute(statement, plan->values, plan->nulls);
 	return SPI_processed == 1;
 }
@@ -667,6 +701,9 @@ run_upsert(UpsertPlan *plan, const ShapeStatements *sql)
 			outcome = update_in_place(plan);
 		if (outcome == NULL && exists)
 			outcome = update_existing(plan, sql);
+		if (outcome == NULL && !exists && plan->insert_direct &&
+			insert_directly(plan) == DIRECT_INSERTED)
+			outcome = "inserted";
 		/* Missing, or changed meanwhile: the statement that settles every race. */
 		if (outcome == NULL)
 			outcome = plan->routed ? write_row_routed(plan, sql) : write_row(plan, sql);
@@ -711,6 +748,19 @@ whole_row_columns(Relation rel)
 			columns = bms_add_member(columns, att->attnum);
 	}
 	return columns;
+}
+
+/* May a new row of exactly the columns new_row names be inserted directly? */
+static bool
+direct_insert_possible(UpsertPlan *plan)
+{
+	AttrNumber *filled = palloc(sizeof(AttrNumber) * Max(bms_num_members(plan->present), 1));
+	int			nfilled = 0;
+	int			attnum = -1;
+
+	while ((attnum = bms_next_member(plan->present, attnum)) >= 0)
+		filled[nfilled++] = attnum;
+	return direct_access_possible(plan->rel, filled, nfilled);
 }
 
 /*
@@ -767,6 +817,7 @@ upsert_common(FunctionCallInfo fcinfo, Relation rel, AclMode held, Jsonb *row,
 		built.sql[2] = insert_first_sql(&plan);
 		built.sql[3] = update_sql(&plan);
 		built.direct_update = direct_access_update_possible(rel);
+		built.direct_insert = direct_insert_possible(&plan);
 		shape_cache_store(rel, SHAPE_UPSERT, plan.present, requested, plan.version, &built);
 		sql = &built;
 	}
@@ -774,6 +825,8 @@ upsert_common(FunctionCallInfo fcinfo, Relation rel, AclMode held, Jsonb *row,
 	plan.read_direct = direct_access_fetch_allowed(rel);
 	plan.in_place = plan.read_direct && sql->direct_update && !plan.routed &&
 		direct_access_allowed(RelationGetRelid(rel));
+	plan.insert_direct = (sql->direct_insert && !plan.routed && !plan.rls &&
+						  (plan.in_place || direct_access_allowed(RelationGetRelid(rel))));
 	outcome = run_upsert(&plan, sql);
 	table_close(rel, NoLock);
 
