@@ -50,7 +50,7 @@ CREATE TRIGGER dedup BEFORE INSERT ON dedup_app.misnamed
 INSERT INTO dedup_app.misnamed VALUES ('x');
 \echo :SQLSTATE
 
--- The OID is remembered per trigger but found again when the inbox is replaced.
+-- The name is resolved at each statement: a replaced inbox is found again.
 SELECT inbox.drop_inbox('dedup_app.seen');
 SELECT inbox.create_inbox('dedup_app.seen');
 INSERT INTO dedup_app.events VALUES ('a', 'after the inbox was replaced');
@@ -68,7 +68,58 @@ INSERT INTO dedup_app.orders VALUES ('f');
 \echo :SQLSTATE
 RESET ROLE;
 
+-- Nor does a session remember the inbox across statements when the name comes
+-- to mean another: a schema renamed, or the trigger's table moved to another
+-- schema.  Every row of a statement, on every partition, goes to the inbox the
+-- name means now, as it does for a new session.
+CREATE SCHEMA dedup_q;
+SELECT inbox.create_inbox('dedup_q.qib');
+CREATE TABLE dedup_app.qsink (id text);
+CREATE TRIGGER dedup BEFORE INSERT ON dedup_app.qsink
+    FOR EACH ROW EXECUTE FUNCTION inbox.dedup_trigger('dedup_q.qib', 'id');
+INSERT INTO dedup_app.qsink VALUES ('x1');
+ALTER SCHEMA dedup_q RENAME TO dedup_q_old;
+CREATE SCHEMA dedup_q;
+SELECT inbox.create_inbox('dedup_q.qib');
+INSERT INTO dedup_app.qsink VALUES ('x1'), ('x2');
+SELECT 'old' AS inbox, message_id FROM dedup_q_old.qib
+UNION ALL SELECT 'new', message_id FROM dedup_q.qib ORDER BY 1, 2;
+
+CREATE SCHEMA dedup_s1;
+CREATE SCHEMA dedup_s2;
+CREATE SCHEMA dedup_s3;
+SELECT inbox.create_inbox('dedup_s1.pib');
+SELECT inbox.create_inbox('dedup_s3.pib');
+CREATE TABLE dedup_s1.psink (id text, region int) PARTITION BY LIST (region);
+CREATE TABLE dedup_s1.p1 PARTITION OF dedup_s1.psink FOR VALUES IN (1);
+CREATE TABLE dedup_s2.p2 PARTITION OF dedup_s1.psink FOR VALUES IN (2);
+CREATE TRIGGER dedup BEFORE INSERT ON dedup_s1.psink
+    FOR EACH ROW EXECUTE FUNCTION inbox.dedup_trigger('pib', 'id');
+INSERT INTO dedup_s1.psink VALUES ('mv1', 1);
+ALTER TABLE dedup_s1.psink SET SCHEMA dedup_s3;
+INSERT INTO dedup_s3.psink VALUES ('mv2', 1), ('mv3', 2);
+SELECT 's1' AS inbox, message_id FROM dedup_s1.pib
+UNION ALL SELECT 's3', message_id FROM dedup_s3.pib ORDER BY 1, 2;
+
+-- A char(n) id is claimed as its cast to text gives it, without the padding:
+-- the same id from a text column or from claim() is a duplicate.
+SELECT inbox.create_inbox('dedup_app.padded');
+CREATE TABLE dedup_app.chsink (id char(8));
+CREATE TRIGGER dedup BEFORE INSERT ON dedup_app.chsink
+    FOR EACH ROW EXECUTE FUNCTION inbox.dedup_trigger('padded', 'id');
+CREATE TABLE dedup_app.wide (id char(2000));
+CREATE TRIGGER dedup BEFORE INSERT ON dedup_app.wide
+    FOR EACH ROW EXECUTE FUNCTION inbox.dedup_trigger('padded', 'id');
+INSERT INTO dedup_app.chsink VALUES ('m1');
+SELECT message_id, octet_length(message_id) FROM dedup_app.padded;
+SELECT inbox.claim('dedup_app.padded', 'm1') AS claimed_again;
+SELECT inbox.claim('dedup_app.padded', 'm2') AS claimed;
+INSERT INTO dedup_app.chsink VALUES ('m2');
+INSERT INTO dedup_app.wide VALUES ('m1'), ('w1');
+SELECT message_id FROM dedup_app.padded ORDER BY 1;
+
 SET client_min_messages = warning;
+DROP SCHEMA dedup_q, dedup_q_old, dedup_s1, dedup_s2, dedup_s3 CASCADE;
 DROP SCHEMA dedup_app, dedup_decoy CASCADE;
 RESET client_min_messages;
 DROP ROLE regress_dedup_loader;

@@ -19,10 +19,10 @@
  * search_path (which a session may point at a decoy inbox of its own): a
  * qualified name names its schema, an unqualified one is looked up in the schema
  * of the trigger's table only (for a partition, of the partitioned table the
- * trigger was created on).  The OID found is remembered per trigger OID and
- * forgotten on any relcache invalidation of the trigger's table (its triggers
- * changed) or of the inbox (dropped, renamed, moved), so a replaced inbox is
- * found again by name.
+ * trigger was created on).  The name is resolved at the first row of each
+ * statement, never remembered longer: a schema renamed or a table moved to
+ * another schema sends no invalidation that names the inbox, and a remembered
+ * OID would then split one stream of ids between two inboxes.
  */
 #include "postgres.h"
 
@@ -38,8 +38,6 @@
 #include "utils/acl.h"
 #include "utils/builtins.h"
 #include "utils/fmgroids.h"
-#include "utils/hsearch.h"
-#include "utils/inval.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/rel.h"
@@ -50,7 +48,6 @@
 #include "held_inbox.h"
 #include "message_id.h"
 #include "registry.h"
-#include "relcache_callbacks.h"
 
 /* What the first row of a statement found out, kept for the rest of it. */
 typedef struct DedupTarget
@@ -60,6 +57,7 @@ typedef struct DedupTarget
 	Oid			idtype;			/* the type the id is handed to claim as */
 	bool		widen;			/* an int2 or int4 column for a bigint inbox */
 	bool		from_int2;		/* widen from int2 (the base type, for domains) */
+	bool		unpad;			/* a char(n) column: its padding is not the id's */
 	HeldInbox  *held;			/* the inbox kept open for the statement's rows */
 } DedupTarget;
 
@@ -79,43 +77,6 @@ check_firing(FunctionCallInfo fcinfo)
 				 errmsg("trigger \"%s\" needs two arguments, the inbox and the id column",
 						data->tg_trigger->tgname),
 				 errhint("Create it as ... EXECUTE FUNCTION inbox.dedup_trigger('my_inbox', 'id').")));
-}
-
-/* The inbox each trigger names, by trigger OID. */
-typedef struct DedupInbox
-{
-	Oid			tgoid;			/* hash key */
-	Oid			table;			/* the trigger's table */
-	Oid			inbox;
-} DedupInbox;
-
-static HTAB *DedupInboxes = NULL;
-
-static void
-dedup_inboxes_invalidate(Datum arg, Oid relid)
-{
-	HASH_SEQ_STATUS status;
-	DedupInbox *entry;
-
-	if (DedupInboxes == NULL)
-		return;
-	hash_seq_init(&status, DedupInboxes);
-	while ((entry = hash_seq_search(&status)) != NULL)
-		if (!OidIsValid(relid) || entry->table == relid || entry->inbox == relid)
-			hash_search(DedupInboxes, &entry->tgoid, HASH_REMOVE, NULL);
-}
-
-static void
-dedup_inboxes_init(void)
-{
-	HASHCTL		ctl;
-
-	ctl.keysize = sizeof(Oid);
-	ctl.entrysize = sizeof(DedupInbox);
-	ctl.hcxt = CacheMemoryContext;
-	DedupInboxes = hash_create("idempotent_inbox dedup triggers", 16, &ctl,
-							   HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
-	relcache_callback_register(dedup_inboxes_invalidate);
 }
 
 /*
@@ -191,28 +152,6 @@ resolve_inbox(TriggerData *data, const char *name)
 	return relid;
 }
 
-/* The inbox OID of this trigger, resolved once and remembered. */
-static Oid
-trigger_inbox(TriggerData *data)
-{
-	Oid			tgoid = data->tg_trigger->tgoid;
-	DedupInbox *entry;
-	Oid			relid;
-	bool		found;
-
-	if (DedupInboxes == NULL)
-		dedup_inboxes_init();
-	entry = hash_search(DedupInboxes, &tgoid, HASH_FIND, NULL);
-	if (entry != NULL)
-		return entry->inbox;
-
-	relid = resolve_inbox(data, data->tg_trigger->tgargs[0]);
-	entry = hash_search(DedupInboxes, &tgoid, HASH_ENTER, &found);
-	entry->table = RelationGetRelid(data->tg_relation);
-	entry->inbox = relid;
-	return relid;
-}
-
 /* Claims need INSERT and SELECT on the inbox: checked before it is locked. */
 static void
 CheckInboxRights(TriggerData *data, Oid relid)
@@ -234,18 +173,20 @@ CheckInboxRights(TriggerData *data, Oid relid)
 /*
  * The trigger's inbox, locked.  Rights first; then, as RangeVarGetRelidExtended
  * does, resolve again after locking in case the inbox was dropped or replaced
- * meanwhile (the lock delivers the invalidation that forgets the old OID).
+ * meanwhile.
  */
 static Oid
 lock_trigger_inbox(TriggerData *data)
 {
+	const char *name = data->tg_trigger->tgargs[0];
+
 	for (;;)
 	{
-		Oid			relid = trigger_inbox(data);
+		Oid			relid = resolve_inbox(data, name);
 
 		CheckInboxRights(data, relid);
 		LockRelationOid(relid, RowExclusiveLock);
-		if (trigger_inbox(data) == relid)
+		if (resolve_inbox(data, name) == relid)
 			return relid;
 		UnlockRelationOid(relid, RowExclusiveLock);
 	}
@@ -271,10 +212,11 @@ resolve_column(DedupTarget *target, TriggerData *data, const InboxInfo *inbox,
 	target->attnum = attnum;
 	target->widen = false;
 	target->from_int2 = false;
+	target->unpad = coltype == BPCHAROID;
 	if (coltype == inbox->keytype || coltype == TEXTOID)
 		target->idtype = coltype;
 	else if (coltype == VARCHAROID || coltype == BPCHAROID)
-		target->idtype = TEXTOID;	/* the same bytes as text */
+		target->idtype = TEXTOID;	/* as the cast to text gives it */
 	else if (inbox->keytype == INT8OID && (coltype == INT4OID || coltype == INT2OID))
 	{
 		target->idtype = INT8OID;
@@ -345,6 +287,8 @@ inbox_dedup_trigger(PG_FUNCTION_ARGS)
 	if (target->widen)
 		value = Int64GetDatum(target->from_int2 ? (int64) DatumGetInt16(value) :
 							  (int64) DatumGetInt32(value));
+	else if (target->unpad)
+		value = DirectFunctionCall1(rtrim1, value); /* char(n) to text, as the cast does */
 	else if (target->idtype == TEXTOID)
 		value = PointerGetDatum(PG_DETOAST_DATUM_PACKED(value));
 	id = message_id_from_element(value, false, target->idtype, inbox, 0);

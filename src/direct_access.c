@@ -106,6 +106,7 @@
 #include "postgres.h"
 
 #include "access/genam.h"
+#include "access/htup_details.h"
 #include "access/relation.h"
 #include "access/relscan.h"
 #include "access/table.h"
@@ -152,6 +153,20 @@ has_deferred_index(Relation rel)
 	}
 	list_free(indexes);
 	return deferred;
+}
+
+/* Do two indexes have the same key columns, in any order? */
+static bool
+same_key_columns(Form_pg_index a, Form_pg_index b)
+{
+	Bitmapset  *acols = NULL;
+	Bitmapset  *bcols = NULL;
+
+	for (int i = 0; i < a->indnkeyatts; i++)
+		acols = bms_add_member(acols, a->indkey.values[i]);
+	for (int i = 0; i < b->indnkeyatts; i++)
+		bcols = bms_add_member(bcols, b->indkey.values[i]);
+	return bms_equal(acols, bcols);
 }
 
 /* Is funcid one made by CREATE FUNCTION, not a function of the core catalogs? */
@@ -212,6 +227,8 @@ direct_access_checks_pass(Relation rel, TupleTableSlot *slot)
 
 	if (constr == NULL || constr->num_check == 0)
 		return true;
+	/* A CHECK may read tableoid, which the executor sets before checking. */
+	slot->tts_tableOid = RelationGetRelid(rel);
 	estate = CreateExecutorState();
 	econtext = GetPerTupleExprContext(estate);
 	econtext->ecxt_scantuple = slot;
@@ -254,6 +271,43 @@ relation_allows_direct_writes(Relation rel)
 		if (!TupleDescAttr(desc, i)->attisdropped && TupleDescAttr(desc, i)->attgenerated)
 			return false;
 	return !has_deferred_index(rel);
+}
+
+/*
+ * Is keyindex the only index that INSERT ... ON CONFLICT (its columns) would
+ * take as an arbiter?  The statement infers every valid, immediate unique index
+ * without expressions or predicate on exactly those columns, whatever its
+ * collation or operator class, and a conflict in any of them is no error; a
+ * direct insertion has one arbiter, so with a second such index (a
+ * case-insensitive twin, say) only the statement gives the statement's answer.
+ */
+bool
+direct_access_sole_arbiter(Relation rel, Oid keyindex)
+{
+	List	   *indexes = RelationGetIndexList(rel);
+	Relation	key = index_open(keyindex, AccessShareLock);
+	ListCell   *lc;
+	bool		sole = true;
+
+	foreach(lc, indexes)
+	{
+		Relation	index;
+		Form_pg_index form;
+
+		if (lfirst_oid(lc) == keyindex)
+			continue;
+		index = index_open(lfirst_oid(lc), AccessShareLock);
+		form = index->rd_index;
+		if (form->indisunique && form->indimmediate && form->indisvalid &&
+			heap_attisnull(index->rd_indextuple, Anum_pg_index_indpred, NULL) &&
+			heap_attisnull(index->rd_indextuple, Anum_pg_index_indexprs, NULL) &&
+			same_key_columns(form, key->rd_index))
+			sole = false;
+		index_close(index, AccessShareLock);
+	}
+	index_close(key, AccessShareLock);
+	list_free(indexes);
+	return sole;
 }
 
 /*
@@ -558,6 +612,7 @@ direct_access_update(Relation rel, ItemPointer tid, TupleTableSlot *slot)
 	COMPAT_UPDATE_INDEXES update_indexes;
 	TM_Result	result;
 
+	CheckCmdReplicaIdentity(rel, CMD_UPDATE);
 	result = compat_table_tuple_update(rel, tid, slot, GetCurrentCommandId(true),
 									   InvalidSnapshot, InvalidSnapshot, true,
 									   &tmfd, &lockmode, &update_indexes);
@@ -608,12 +663,25 @@ row_still_direct(Relation rel, int natts, const bool *nulls)
 	return true;
 }
 
+/*
+ * The row to write, in slot.  A dropped column is NULL in every row version the
+ * executor writes, whatever the row read still holds there: carrying the old
+ * value over would keep data the owner dropped, and its TOAST, alive.
+ */
 static void
 store_row(TupleTableSlot *slot, int natts, const Datum *values, const bool *nulls)
 {
+	TupleDesc	desc = slot->tts_tupleDescriptor;
+
 	ExecClearTuple(slot);
 	memcpy(slot->tts_values, values, sizeof(Datum) * natts);
 	memcpy(slot->tts_isnull, nulls, sizeof(bool) * natts);
+	for (int i = 0; i < natts; i++)
+		if (TupleDescAttr(desc, i)->attisdropped)
+		{
+			slot->tts_values[i] = (Datum) 0;
+			slot->tts_isnull[i] = true;
+		}
 	ExecStoreVirtualTuple(slot);
 }
 
@@ -667,7 +735,6 @@ direct_access_update_row(Relation rel, int natts, ItemPointer tid, CommandId rea
 	 */
 	if (GetCurrentCommandId(false) != read_cid || !row_still_direct(rel, natts, nulls))
 		return false;
-	CheckCmdReplicaIdentity(rel, CMD_UPDATE);
 
 	slot = table_slot_create(rel, NULL);
 	store_row(slot, natts, values, nulls);

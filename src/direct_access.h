@@ -9,6 +9,7 @@
 #include "inbox.h"
 
 extern bool direct_access_possible(Relation rel, const AttrNumber *filled, int nfilled);
+extern bool direct_access_sole_arbiter(Relation rel, Oid keyindex);
 extern bool direct_access_allowed(Oid relid);
 extern bool direct_access_checks_pass(Relation rel, struct TupleTableSlot *slot);
 extern RowState direct_access_dirty_lookup(Relation heap, Relation index,

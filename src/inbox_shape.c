@@ -316,5 +316,6 @@ inbox_shape_direct_ok(Relation rel, const InboxInfo *inbox)
 	if (key->attidentity || key->attgenerated || claimed_at->attgenerated ||
 		!claimed_at->atthasdef || !default_is_now(rel, claimed_at->attnum))
 		return false;
-	return direct_access_possible(rel, filled, 2);
+	return direct_access_possible(rel, filled, 2) &&
+		direct_access_sole_arbiter(rel, inbox->pkindex);
 }

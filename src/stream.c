@@ -281,6 +281,8 @@ advance_direct(PositionPlans *p, Datum *keys, int64 offset)
 		return ADVANCE_UNAVAILABLE;
 
 	rel = table_open(p->relid, RowExclusiveLock);
+	/* As INSERT ... ON CONFLICT DO UPDATE refuses, before it looks at a row. */
+	CheckCmdReplicaIdentity(rel, CMD_UPDATE);
 	if (!direct_access_possible(rel, every_position_column, lengthof(every_position_column)))
 	{
 		table_close(rel, NoLock);

@@ -18,6 +18,7 @@
 #include "catalog/namespace.h"
 #include "catalog/pg_am.h"
 #include "catalog/pg_class.h"
+#include "catalog/pg_collation.h"
 #include "catalog/pg_index.h"
 #include "catalog/pg_operator.h"
 #include "mb/pg_wchar.h"
@@ -384,6 +385,23 @@ shape_index_columns(Oid indexoid)
 	return columns;
 }
 
+/* A collation's schema-qualified, quoted name. */
+static char *
+shape_collation(Oid collid)
+{
+	HeapTuple	tuple = SearchSysCache1(COLLOID, ObjectIdGetDatum(collid));
+	Form_pg_collation form;
+	char	   *result;
+
+	if (!HeapTupleIsValid(tuple))
+		elog(ERROR, "cache lookup failed for collation %u", collid);
+	form = (Form_pg_collation) GETSTRUCT(tuple);
+	result = quote_qualified_identifier(get_namespace_name(form->collnamespace),
+										NameStr(form->collname));
+	ReleaseSysCache(tuple);
+	return result;
+}
+
 /* OPERATOR(schema.name), the only way to name an operator independent of search_path. */
 char *
 shape_operator(Oid opno)
@@ -439,6 +457,16 @@ shape_append_key_match(StringInfo buf, Oid indexoid, const char *alias, const in
 			elog(ERROR, "no equality operator in operator family %u", index->rd_opfamily[i]);
 		appendStringInfo(buf, "%s%s.%s %s $%d", i > 0 ? " AND " : "", alias,
 						 shape_column_name(heap, attnum), shape_operator(eq), params[attnum]);
+
+		/*
+		 * The row with this key is the one the index finds: compare with the
+		 * index's collation where it is not the column's (a case-insensitive
+		 * unique index on a column of another collation), as a direct read
+		 * through the index does.
+		 */
+		if (OidIsValid(index->rd_indcollation[i]) &&
+			index->rd_indcollation[i] != TupleDescAttr(RelationGetDescr(heap), attnum - 1)->attcollation)
+			appendStringInfo(buf, " COLLATE %s", shape_collation(index->rd_indcollation[i]));
 	}
 	RelationClose(heap);
 	index_close(index, AccessShareLock);

@@ -33,6 +33,7 @@
 #include "access/table.h"
 #include "access/xact.h"
 #include "catalog/pg_type.h"
+#include "executor/executor.h"
 #include "executor/spi.h"
 #include "nodes/makefuncs.h"
 #include "optimizer/optimizer.h"
@@ -328,6 +329,14 @@ transition_common(FunctionCallInfo fcinfo, Relation rel, AclMode held, const Key
 	shape_check_assignable(rel, bms_make_singleton(attnum), false);
 	shape_check_columns(rel, ACL_SELECT, held, bms_add_member(bms_copy(keycols), attnum));
 	shape_check_columns(rel, ACL_UPDATE, held, bms_make_singleton(attnum));
+
+	/*
+	 * The statement is an UPDATE, refused up front on a table published
+	 * without the replica identity its updates need, whatever the row; so is
+	 * every call, however it would have been answered.
+	 */
+	if (rel->rd_rel->relkind == RELKIND_RELATION)
+		CheckCmdReplicaIdentity(rel, CMD_UPDATE);
 	to_state = shape_state_text(rel, attnum, to_given, &to_value);
 	sources = source_states(fcinfo, explicit_sources ? 3 : -1, rel, attnum, column, to_state);
 	sql = shape_cache_lookup(rel, SHAPE_TRANSITION, keycols, NULL, attnum);

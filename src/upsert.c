@@ -43,6 +43,7 @@
 #include "access/table.h"
 #include "access/xact.h"
 #include "catalog/pg_type.h"
+#include "executor/executor.h"
 #include "executor/spi.h"
 #include "miscadmin.h"
 #include "utils/array.h"
@@ -673,6 +674,13 @@ run_upsert(UpsertPlan *plan, const ShapeStatements *sql)
 {
 	const char *outcome = NULL;
 
+	/*
+	 * INSERT ... ON CONFLICT DO UPDATE is refused up front on a table published
+	 * without the replica identity its updates need, whatever the row; so is
+	 * every call, whichever order would have answered it.
+	 */
+	if (!plan->routed)
+		CheckCmdReplicaIdentity(plan->rel, CMD_UPDATE);
 	spi_connect();
 	if (insert_goes_first(plan, sql))
 	{
@@ -760,7 +768,8 @@ direct_insert_possible(UpsertPlan *plan)
 
 	while ((attnum = bms_next_member(plan->present, attnum)) >= 0)
 		filled[nfilled++] = attnum;
-	return direct_access_possible(plan->rel, filled, nfilled);
+	return direct_access_possible(plan->rel, filled, nfilled) &&
+		direct_access_sole_arbiter(plan->rel, plan->keyindex);
 }
 
 /*
