@@ -91,6 +91,8 @@ insert_speculatively(InboxInfo *inbox, Datum message_id, HeldInbox *held)
 		direct_insert_end(di);
 		table_close(di->rel, NoLock);
 	}
+	else
+		held_inbox_release(held);
 	return result;
 }
 

@@ -41,6 +41,7 @@
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/rel.h"
+#include "utils/syscache.h"
 #include "utils/varlena.h"
 
 #include "inbox.h"
@@ -268,13 +269,21 @@ inbox_dedup_trigger(PG_FUNCTION_ARGS)
 	DedupTarget *target = dedup_target(fcinfo);
 	TriggerData *data = (TriggerData *) fcinfo->context;
 	HeapTuple	row = data->tg_trigtuple;
-	InboxInfo  *inbox = registry_lookup_relid(fcinfo, target->inbox, RowExclusiveLock,
-											   ACL_INSERT | ACL_SELECT);
+	InboxInfo  *inbox;
 	bool		isnull;
-	Datum		value = heap_getattr(row, target->attnum, RelationGetDescr(data->tg_relation),
-									 &isnull);
+	Datum		value;
 	Datum		id;
 	bool		claimed;
+
+	/* Dropped by an earlier row's trigger: the next claim fails, as an INSERT would. */
+	if (!SearchSysCacheExists1(RELOID, ObjectIdGetDatum(target->inbox)))
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_TABLE),
+				 errmsg("inbox \"%s\" named by trigger \"%s\" was dropped during the statement",
+						data->tg_trigger->tgargs[0], data->tg_trigger->tgname)));
+	inbox = registry_lookup_relid(fcinfo, target->inbox, RowExclusiveLock,
+								  ACL_INSERT | ACL_SELECT);
+	value = heap_getattr(row, target->attnum, RelationGetDescr(data->tg_relation), &isnull);
 
 	if (isnull)
 		ereport(ERROR,

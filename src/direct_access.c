@@ -433,8 +433,7 @@ direct_access_wait(Relation heap, const DirtyWait *wait, ItemPointer tid)
 
 /*
  * What a speculative insertion needs around it: executor state, the table's
- * indexes opened for insertion, and a slot to build rows in.  Opened once per
- * row, or once per statement by a caller that keeps it (held_inbox.c).  The
+ * indexes opened for insertion, and a slot to build rows in, for one row.  The
  * caller has locked rel and keeps it open for as long.
  */
 void
@@ -449,6 +448,7 @@ direct_insert_begin(DirectInsert *di, Relation rel)
 	InitResultRelInfo(di->rri, rel, 1, NULL, 0);
 	ExecOpenIndices(di->rri, true);
 	di->slot = table_slot_create(rel, NULL);
+	di->indexids = NULL;
 	MemoryContextSwitchTo(old);
 }
 
@@ -457,6 +457,67 @@ direct_insert_end(DirectInsert *di)
 {
 	ExecDropSingleTupleTableSlot(di->slot);
 	ExecCloseIndices(di->rri);
+	FreeExecutorState(di->estate);
+}
+
+/*
+ * The same state, for a caller that keeps it across rows without holding rel
+ * and its indexes in between (held_inbox.c): a relation this session has open
+ * refuses DDL (CheckTableNotInUse), which the statement's own AFTER triggers may
+ * well run.  The slot has a row type of its own, which pins nothing, and the
+ * indexes are remembered by OID, to be taken again by direct_insert_attach.  The
+ * state is attached (rel and its indexes held) when this returns.
+ */
+void
+direct_insert_begin_kept(DirectInsert *di, Relation rel)
+{
+	MemoryContext old;
+	int			n;
+
+	di->rel = rel;
+	di->estate = CreateExecutorState();
+	old = MemoryContextSwitchTo(di->estate->es_query_cxt);
+	di->rri = makeNode(ResultRelInfo);
+	InitResultRelInfo(di->rri, rel, 1, NULL, 0);
+	ExecOpenIndices(di->rri, true);
+	n = di->rri->ri_NumIndices;
+	di->indexids = palloc(sizeof(Oid) * Max(n, 1));
+	for (int i = 0; i < n; i++)
+		di->indexids[i] = RelationGetRelid(di->rri->ri_IndexRelationDescs[i]);
+	di->slot = MakeSingleTupleTableSlot(CreateTupleDescCopy(RelationGetDescr(rel)),
+										table_slot_callbacks(rel));
+	MemoryContextSwitchTo(old);
+}
+
+/* Let go of rel and its indexes until the next row; their locks stay. */
+void
+direct_insert_detach(DirectInsert *di)
+{
+	for (int i = 0; i < di->rri->ri_NumIndices; i++)
+		index_close(di->rri->ri_IndexRelationDescs[i], NoLock);
+	table_close(di->rel, NoLock);
+	di->rel = NULL;
+}
+
+/*
+ * Take them again, for a row.  The caller knows that neither the table nor any
+ * of its indexes has changed since direct_insert_begin_kept (no relcache
+ * invalidation of any of them), so what was built from them still holds.
+ */
+void
+direct_insert_attach(DirectInsert *di, Oid relid)
+{
+	di->rel = table_open(relid, NoLock);
+	di->rri->ri_RelationDesc = di->rel;
+	for (int i = 0; i < di->rri->ri_NumIndices; i++)
+		di->rri->ri_IndexRelationDescs[i] = index_open(di->indexids[i], NoLock);
+}
+
+/* Free detached kept state. */
+void
+direct_insert_free(DirectInsert *di)
+{
+	ExecDropSingleTupleTableSlot(di->slot);
 	FreeExecutorState(di->estate);
 }
 

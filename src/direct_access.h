@@ -27,9 +27,14 @@ typedef struct DirectInsert
 	struct EState *estate;
 	struct ResultRelInfo *rri;
 	struct TupleTableSlot *slot;	/* the row to insert is built here */
+	Oid		   *indexids;		/* kept state only: rel's indexes, as in rri */
 } DirectInsert;
 
 extern void direct_insert_begin(DirectInsert *di, Relation rel);
+extern void direct_insert_begin_kept(DirectInsert *di, Relation rel);
+extern void direct_insert_detach(DirectInsert *di);
+extern void direct_insert_attach(DirectInsert *di, Oid relid);
+extern void direct_insert_free(DirectInsert *di);
 extern bool direct_insert_speculative(DirectInsert *di, Oid arbiter);
 extern void direct_insert_end(DirectInsert *di);
 extern bool direct_access_update(Relation rel, ItemPointer tid, struct TupleTableSlot *slot);

@@ -1,36 +1,38 @@
 /*
  * held_inbox.c
- *		An inbox kept open for direct claims across the rows of one statement.
+ *		The state of direct claims into one inbox, kept across the rows of one
+ *		statement.
  *
- * dedup_trigger claims once per loaded row.  Opening the inbox, its indexes and
- * executor state for each claim and closing them again costs about a quarter of
- * what the trigger adds to a row of a COPY, so the trigger keeps them open for
- * the rest of its statement (direct_insert_begin).  What is held must be let go
+ * dedup_trigger claims once per loaded row.  Building the executor state, the
+ * inbox's index information and a slot for each claim and freeing them again
+ * costs about a quarter of what the trigger adds to a row of a COPY, so the
+ * trigger keeps them for the rest of its statement.  It does not keep the inbox
+ * and its indexes open between rows: a relation this session has open refuses
+ * TRUNCATE, ALTER TABLE, CREATE INDEX and the like, which the statement's own
+ * AFTER triggers may run once its rows are in.  Each row takes the references
+ * again and lets them go when its claim is done (held_inbox_release).
+ *
+ * What was built from the inbox is good for as long as neither the inbox nor
+ * any of its indexes changes: a relcache invalidation of any of them marks the
+ * state stale, and the next row builds it again.  What is kept must be freed
  * exactly once, by whoever may still do it:
  *
  *	statement ends		the trigger's memory context (the statement's) is
- *						deleted; a reset callback closes what is open
- *	(sub)transaction	the resource owner releases the relations and the lock
- *	aborts				manager the index locks by themselves; an abort callback,
- *						which runs first, only marks what was opened in the
- *						aborting (sub)transaction as gone, so that nothing closes
- *						it a second time
- *	(sub)transaction	should anything still be open, it is closed before the
- *	commits				resource owner would report it as leaked
+ *						deleted; a reset callback frees the state
+ *	(sub)transaction	the state lives in the (sub)transaction's memory, which
+ *	aborts				goes with it (and the resource owner lets go of the
+ *						references of a row cut short); an abort callback only
+ *						forgets it, so that nothing frees it a second time
+ *	(sub)transaction	should anything still be kept, it is freed
+ *	commits
  *
- * The executor state lives in the (sub)transaction's memory context, not the
+ * The state lives in the (sub)transaction's memory context, not the
  * statement's: a memory context's children are deleted before its reset
- * callbacks run, and the callback needs that state to close the indexes.  After
- * an abort the context goes with the (sub)transaction.  The references to the
- * inbox and its indexes are the (sub)transaction's resource owner's, not the
- * statement's: a COPY's trigger keeps its memory in the portal's context, which
- * is deleted only after the portal's resource owner has been released.
+ * callbacks run, and a COPY's trigger keeps its memory in the portal's context,
+ * which may outlive the (sub)transaction that built the state.
  *
  * Rows go on being checked one by one: the registry lookup, rights and
- * direct_access_allowed per row, as for any claim.  What held state could miss,
- * a change to the inbox's indexes or its removal, needs a command that refuses
- * to run on a table this session has open (CheckTableNotInUse), as for the
- * table the statement itself writes.
+ * direct_access_allowed per row, as for any claim.
  */
 #include "postgres.h"
 
@@ -38,72 +40,65 @@
 #include "access/xact.h"
 #include "lib/ilist.h"
 #include "utils/memutils.h"
-#include "utils/resowner.h"
 
 #include "inbox.h"
 #include "direct_access.h"
 #include "held_inbox.h"
+#include "relcache_callbacks.h"
 
 struct HeldInbox
 {
-	Oid			relid;			/* the inbox held open, or InvalidOid */
+	Oid			relid;			/* the inbox whose state is kept, or InvalidOid */
+	bool		stale;			/* the inbox or an index of it changed since */
+	bool		attached;		/* the current row holds the inbox open */
 	DirectInsert di;
-	SubTransactionId subxid;	/* the (sub)transaction that opened it */
-	ResourceOwner owner;		/* and the resource owner its references are in */
-	dlist_node node;			/* in OpenInboxes while open */
+	SubTransactionId subxid;	/* the (sub)transaction that built the state */
+	dlist_node	node;			/* in KeptInboxes while kept */
 	MemoryContextCallback on_reset;
 };
 
-/* Every held inbox that is open, for the transaction callbacks. */
-static dlist_head OpenInboxes = DLIST_STATIC_INIT(OpenInboxes);
+/* Every held inbox with kept state, for the callbacks. */
+static dlist_head KeptInboxes = DLIST_STATIC_INIT(KeptInboxes);
 static bool CallbacksRegistered = false;
 
-/* Close it, in the resource owner that holds its references. */
+/* Free the kept state. */
 static void
-held_close(HeldInbox *held)
+held_free(HeldInbox *held)
 {
-	ResourceOwner saved = CurrentResourceOwner;
-
 	dlist_delete(&held->node);
 	held->relid = InvalidOid;
-	CurrentResourceOwner = held->owner;
-	PG_TRY();
-	{
-		direct_insert_end(&held->di);
-		table_close(held->di.rel, NoLock);
-	}
-	PG_FINALLY();
-	{
-		CurrentResourceOwner = saved;
-	}
-	PG_END_TRY();
+	if (held->attached)
+		direct_insert_detach(&held->di);
+	held->attached = false;
+	direct_insert_free(&held->di);
 }
 
-/* Forget it: its references and locks are being released by an abort. */
+/* Forget it: an abort is freeing its memory and letting go of its references. */
 static void
 held_forget(HeldInbox *held)
 {
 	dlist_delete(&held->node);
 	held->relid = InvalidOid;
+	held->attached = false;
 }
 
 /*
- * Every open one of (sub)transaction subxid, or of any when it is
- * InvalidSubTransactionId: closed (commit) or forgotten (abort).
+ * Every kept one of (sub)transaction subxid, or of any when it is
+ * InvalidSubTransactionId: freed (commit) or forgotten (abort).
  */
 static void
 held_end(SubTransactionId subxid, bool commit)
 {
 	dlist_mutable_iter iter;
 
-	dlist_foreach_modify(iter, &OpenInboxes)
+	dlist_foreach_modify(iter, &KeptInboxes)
 	{
 		HeldInbox  *held = dlist_container(HeldInbox, node, iter.cur);
 
 		if (subxid != InvalidSubTransactionId && held->subxid != subxid)
 			continue;
 		if (commit)
-			held_close(held);
+			held_free(held);
 		else
 			held_forget(held);
 	}
@@ -129,9 +124,27 @@ held_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
 		held_end(mySubid, false);
 }
 
+/* The inbox or one of its indexes changed (relid invalid: anything may have). */
+static void
+held_invalidate(Datum arg, Oid relid)
+{
+	dlist_iter	iter;
+
+	dlist_foreach(iter, &KeptInboxes)
+	{
+		HeldInbox  *held = dlist_container(HeldInbox, node, iter.cur);
+
+		if (!OidIsValid(relid) || relid == held->relid)
+			held->stale = true;
+		for (int i = 0; !held->stale && i < held->di.rri->ri_NumIndices; i++)
+			if (held->di.indexids[i] == relid)
+				held->stale = true;
+	}
+}
+
 /*
- * The statement is over (its memory goes): close what is open.  During an
- * abort, what is still open here is being released by the resource owner.
+ * The statement is over (its memory goes): free what is kept.  During an
+ * abort, the abort frees it.
  */
 static void
 held_reset(void *arg)
@@ -141,7 +154,7 @@ held_reset(void *arg)
 	if (!OidIsValid(held->relid))
 		return;
 	if (IsTransactionState())
-		held_close(held);
+		held_free(held);
 	else
 		held_forget(held);
 }
@@ -156,6 +169,7 @@ held_inbox_create(MemoryContext cxt)
 	{
 		RegisterXactCallback(held_xact_callback, NULL);
 		RegisterSubXactCallback(held_subxact_callback, NULL);
+		relcache_callback_register(held_invalidate);
 		CallbacksRegistered = true;
 	}
 	held->on_reset.func = held_reset;
@@ -165,36 +179,43 @@ held_inbox_create(MemoryContext cxt)
 }
 
 /*
- * The insertion state for inbox relid, opened now unless it is already open.
- * The caller has locked the inbox and found it fit for direct claims.
+ * The insertion state for inbox relid, for one row: built now unless what is
+ * kept is of this inbox and still good, and holding the inbox open until
+ * held_inbox_release.  The caller has locked the inbox and found it fit for
+ * direct claims.
  */
 DirectInsert *
 held_inbox_open(HeldInbox *held, Oid relid)
 {
 	MemoryContext old;
-	ResourceOwner saved;
 
-	if (held->relid == relid)
-		return &held->di;
+	Assert(!held->attached);
+	if (OidIsValid(held->relid) && (held->relid != relid || held->stale))
+		held_free(held);
 	if (OidIsValid(held->relid))
-		held_close(held);
+	{
+		direct_insert_attach(&held->di, relid);
+		held->attached = true;
+		return &held->di;
+	}
 
-	saved = CurrentResourceOwner;
-	CurrentResourceOwner = CurTransactionResourceOwner;
 	old = MemoryContextSwitchTo(CurTransactionContext);
-	PG_TRY();
-	{
-		direct_insert_begin(&held->di, table_open(relid, NoLock));
-	}
-	PG_FINALLY();
-	{
-		MemoryContextSwitchTo(old);
-		CurrentResourceOwner = saved;
-	}
-	PG_END_TRY();
+	direct_insert_begin_kept(&held->di, table_open(relid, NoLock));
+	MemoryContextSwitchTo(old);
 	held->relid = relid;
+	held->stale = false;
+	held->attached = true;
 	held->subxid = GetCurrentSubTransactionId();
-	held->owner = CurTransactionResourceOwner;
-	dlist_push_head(&OpenInboxes, &held->node);
+	dlist_push_head(&KeptInboxes, &held->node);
 	return &held->di;
+}
+
+/* The row's claim is done: let go of the inbox until the next row. */
+void
+held_inbox_release(HeldInbox *held)
+{
+	if (!held->attached)
+		return;
+	direct_insert_detach(&held->di);
+	held->attached = false;
 }
