@@ -63,6 +63,28 @@ SELECT inbox.upsert('par_ci_sql', '{"email": "BOB@x.org", "st": "SENT"}', ARRAY[
 TABLE par_ci;
 TABLE par_ci_sql;
 
+-- A key equal to the stored one but of another image (1.00 for 1.0) names the
+-- same row and is never written: a replay is unchanged, on every path.
+CREATE TABLE par_num (id numeric PRIMARY KEY, v text);
+CREATE TABLE par_num_sql (LIKE par_num INCLUDING INDEXES);
+SELECT par_twin('par_num_sql');
+INSERT INTO par_num VALUES (1.0, 'a');
+INSERT INTO par_num_sql VALUES (1.0, 'a');
+SELECT inbox.upsert('par_num', '{"id": 1.00, "v": "a"}') AS replay,
+       inbox.upsert('par_num_sql', '{"id": 1.00, "v": "a"}') AS replay_sql;
+SET idempotent_inbox.force_path = insert;
+SELECT inbox.upsert('par_num', '{"id": 1.00, "v": "a"}') AS replay,
+       inbox.upsert('par_num_sql', '{"id": 1.00, "v": "a"}') AS replay_sql;
+SET idempotent_inbox.force_path = update;
+SELECT inbox.upsert('par_num', '{"id": 1.00, "v": "a"}') AS replay,
+       inbox.upsert('par_num_sql', '{"id": 1.00, "v": "a"}') AS replay_sql;
+RESET idempotent_inbox.force_path;
+SELECT inbox.upsert('par_num', '{"id": 1.00}') AS key_only,
+       inbox.upsert('par_num_sql', '{"id": 1.00}') AS key_only_sql;
+SELECT inbox.upsert('par_num', '{"id": 1.000, "v": "b"}') AS changed,
+       inbox.upsert('par_num_sql', '{"id": 1.000, "v": "b"}') AS changed_sql;
+SELECT * FROM par_num UNION ALL SELECT * FROM par_num_sql;
+
 -- Two unique indexes on the key's columns: ON CONFLICT takes both as arbiters,
 -- so a conflict in either is an update, not an error.
 CREATE TABLE par_two (email text PRIMARY KEY, v int);
@@ -115,7 +137,8 @@ DROP PUBLICATION par_positions;
 ALTER TABLE inbox.positions REPLICA IDENTITY DEFAULT;
 SELECT inbox.advance('par_inbox', 'topic', 0, 6) AS moved;
 
-DROP TABLE par_oid, par_oid_sql, par_dropped, par_ci, par_ci_sql, par_two, par_two_sql, par_pub;
+DROP TABLE par_oid, par_oid_sql, par_dropped, par_ci, par_ci_sql, par_num, par_num_sql, par_two,
+    par_two_sql, par_pub;
 SELECT inbox.drop_inbox('par_inbox');
 DROP COLLATION par_ci;
 DROP FUNCTION par_twin(regclass);

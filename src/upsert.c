@@ -175,20 +175,34 @@ CheckRowHasVersion(UpsertPlan *plan, Jsonb *row)
 }
 
 /*
+ * The columns whose stored values decide between unchanged and updated: those
+ * new_row names that an update would write.  Not the key's: the row was found
+ * because its key equals new_row's, and an equal key of another image (1.0 and
+ * 1.00, or two spellings under a case-insensitive index) is never written.
+ */
+static Bitmapset *
+compared_columns(UpsertPlan *plan)
+{
+	return bms_difference(plan->present, plan->keys);
+}
+
+/*
  * "ROW(t.a, t.b)::record *= ROW(<a>, <b>)::record": the stored row holds exactly
- * these values, by image equality.  other is a row alias such as EXCLUDED, or
- * NULL for the parameters.
+ * these values, by image equality, in the compared columns.  other is a row
+ * alias such as EXCLUDED, or NULL for the parameters.
  */
 static void
 append_same_row(StringInfo sql, UpsertPlan *plan, const char *other)
 {
+	Bitmapset  *compared = compared_columns(plan);
+
 	appendStringInfoString(sql, "ROW(");
-	shape_append_columns(sql, plan->rel, plan->present, "t");
+	shape_append_columns(sql, plan->rel, compared, "t");
 	appendStringInfoString(sql, ")::pg_catalog.record OPERATOR(pg_catalog.*=) ROW(");
 	if (other != NULL)
-		shape_append_columns(sql, plan->rel, plan->present, other);
+		shape_append_columns(sql, plan->rel, compared, other);
 	else
-		shape_append_params(sql, plan->present, plan->params);
+		shape_append_params(sql, compared, plan->params);
 	appendStringInfoString(sql, ")::pg_catalog.record");
 }
 
@@ -379,6 +393,7 @@ decide_stale_or_unchanged(UpsertPlan *plan, bool *exists)
 	TupleDesc	desc = RelationGetDescr(plan->rel);
 	Datum	   *stored = palloc(sizeof(Datum) * desc->natts);
 	bool	   *storednulls = palloc(sizeof(bool) * desc->natts);
+	Bitmapset  *compared;
 	int			attnum = -1;
 
 	*exists = direct_access_fetch(plan->rel, plan->keyindex, plan->row, plan->rownulls, stored,
@@ -393,7 +408,8 @@ decide_stale_or_unchanged(UpsertPlan *plan, bool *exists)
 		stored_is_newer(plan, stored[plan->version - 1]))
 		return "stale";
 
-	while ((attnum = bms_next_member(plan->present, attnum)) >= 0)
+	compared = compared_columns(plan);
+	while ((attnum = bms_next_member(compared, attnum)) >= 0)
 	{
 		Form_pg_attribute att = TupleDescAttr(desc, attnum - 1);
 		bool		a_null = storednulls[attnum - 1];
