@@ -98,6 +98,17 @@ registry_invalidate(Datum arg, Oid relid)
 		entry->valid = false;
 }
 
+/*
+ * A schema renamed changes the qualified names our statements were written
+ * with, and tells no relation: a statement naming "app.ib" after app became
+ * app_old would claim into whatever table is called app.ib now.
+ */
+static void
+registry_invalidate_names(Datum arg, int cacheid, uint32 hashvalue)
+{
+	registry_invalidate(arg, InvalidOid);
+}
+
 void
 registry_init(void)
 {
@@ -109,6 +120,7 @@ registry_init(void)
 	InboxCache = hash_create("idempotent_inbox inboxes", 16, &ctl,
 							 HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
 	relcache_callback_register(registry_invalidate);
+	CacheRegisterSyscacheCallback(NAMESPACEOID, registry_invalidate_names, (Datum) 0);
 }
 
 /*
