@@ -165,4 +165,15 @@ typedef const JumbleState CompatJumbleState;
 typedef JumbleState CompatJumbleState;
 #endif
 
+/* Does a plan's saved search_path still match the session's?  (17 renamed it.) */
+#include "catalog/namespace.h"
+#include "utils/plancache.h"
+#if PG_VERSION_NUM >= 170000
+#define compat_search_path_matches(source) \
+	((source)->search_path == NULL || SearchPathMatchesCurrentEnvironment((source)->search_path))
+#else
+#define compat_search_path_matches(source) \
+	((source)->search_path == NULL || OverrideSearchPathMatchesCurrent((source)->search_path))
+#endif
+
 #endif							/* INBOX_COMPAT_H */

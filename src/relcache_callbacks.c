@@ -13,7 +13,7 @@
 
 #include "relcache_callbacks.h"
 
-/* Our caches: registry, shapes, row converters, dedup triggers; room to spare. */
+/* Our caches: registry, shapes, row converters, held inboxes, stream positions. */
 #define MAX_INBOX_RELCACHE_CALLBACKS 8
 
 static RelcacheCallbackFunction callbacks[MAX_INBOX_RELCACHE_CALLBACKS];

@@ -10,7 +10,7 @@
  * and inserts instead of function scans joined to the table.  jsonb_populate_record
  * is called through fmgr with a call expression that tells it the row type; its
  * per-call-site cache lives in a FmgrInfo kept per table, dropped when the table
- * changes.
+ * or a composite type its columns hold changes.
  */
 #include "postgres.h"
 
@@ -20,8 +20,10 @@
 #include "utils/fmgroids.h"
 #include "utils/hsearch.h"
 #include "utils/inval.h"
+#include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/rel.h"
+#include "utils/typcache.h"
 
 #include "inbox.h"
 #include "relcache_callbacks.h"
@@ -40,6 +42,7 @@ typedef struct RowConverter
 {
 	MemoryContext cxt;			/* holds this, the FmgrInfo, its expression and cache */
 	FmgrInfo	populate;
+	List	   *composites;		/* relids of the composite types its cache describes */
 } RowConverter;
 
 typedef struct ConverterEntry
@@ -61,7 +64,8 @@ forget_converter(Datum arg, Oid relid)
 	hash_seq_init(&status, Converters);
 	while ((entry = hash_seq_search(&status)) != NULL)
 	{
-		if (OidIsValid(relid) && entry->relid != relid)
+		if (OidIsValid(relid) && entry->relid != relid &&
+			!list_member_oid(entry->converter->composites, relid))
 			continue;
 		retired_add_context(entry->converter->cxt);
 		hash_search(Converters, &entry->relid, HASH_REMOVE, NULL);
@@ -79,6 +83,48 @@ row_values_init(void)
 	Converters = hash_create("idempotent_inbox row converters", 16, &ctl,
 							 HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
 	relcache_callback_register(forget_converter);
+}
+
+/*
+ * Add to *relids the relations of the composite types a value of this type
+ * holds, at any depth (through domains, arrays and ranges).  jsonb_populate_record
+ * caches how to build each of them; ALTER TYPE ... ADD ATTRIBUTE changes one
+ * without touching the table, and tells only the composite type's relation.
+ */
+static void
+add_composites(Oid type, List **relids)
+{
+	Oid			relid;
+	TupleDesc	desc;
+
+	type = getBaseType(type);
+	if (OidIsValid(get_element_type(type)))
+	{
+		add_composites(get_element_type(type), relids);
+		return;
+	}
+	switch (get_typtype(type))
+	{
+		case TYPTYPE_RANGE:
+			add_composites(get_range_subtype(type), relids);
+			return;
+		case TYPTYPE_MULTIRANGE:
+			add_composites(get_multirange_range(type), relids);
+			return;
+		case TYPTYPE_COMPOSITE:
+			break;
+		default:
+			return;
+	}
+	relid = get_typ_typrelid(type);
+	if (!OidIsValid(relid) || list_member_oid(*relids, relid))
+		return;
+	*relids = lappend_oid(*relids, relid);
+	desc = lookup_rowtype_tupdesc(type, -1);
+	for (int i = 0; i < desc->natts; i++)
+		if (!TupleDescAttr(desc, i)->attisdropped)
+			add_composites(TupleDescAttr(desc, i)->atttypid, relids);
+	ReleaseTupleDesc(desc);
 }
 
 static RowConverter *
@@ -102,6 +148,10 @@ converter_for(Relation rel)
 	converter = palloc0(sizeof(RowConverter));
 	converter->cxt = cxt;
 	fmgr_info_cxt(F_JSONB_POPULATE_RECORD, &converter->populate, cxt);
+	for (int i = 0; i < RelationGetDescr(rel)->natts; i++)
+		if (!TupleDescAttr(RelationGetDescr(rel), i)->attisdropped)
+			add_composites(TupleDescAttr(RelationGetDescr(rel), i)->atttypid,
+						   &converter->composites);
 	args = list_make2(makeNullConst(rowtype, -1, InvalidOid),
 					  makeNullConst(JSONBOID, -1, InvalidOid));
 	fmgr_info_set_expr((Node *) makeFuncExpr(F_JSONB_POPULATE_RECORD, rowtype, args,

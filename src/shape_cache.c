@@ -95,6 +95,8 @@ shape_cache_init(void)
 	relcache_callback_register(forget_shapes);
 	CacheRegisterSyscacheCallback(NAMESPACEOID, forget_all_shapes, (Datum) 0);
 	CacheRegisterSyscacheCallback(OPEROID, forget_all_shapes, (Datum) 0);
+	/* Key matches name the index's collation (shape_append_key_match). */
+	CacheRegisterSyscacheCallback(COLLOID, forget_all_shapes, (Datum) 0);
 }
 
 static uint32

@@ -41,9 +41,11 @@
 #include "tcop/tcopprot.h"
 #include "utils/guc.h"
 #include "utils/hsearch.h"
+#include "utils/inval.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 
+#include "compat.h"
 #include "inbox.h"
 #include "spi_util.h"
 #include "statement_cache.h"
@@ -372,6 +374,32 @@ statement_build(StatementPlan *entry, const char *source, int nargs, const Oid *
 }
 
 /*
+ * Would the types inferred for the statement's untyped arguments be inferred
+ * differently now?  The plancache re-analyses a kept plan after DDL on what it
+ * uses or under another search_path, but with the parameter types it was given:
+ * those inferred from a column since retyped, a table since replaced or the
+ * schemas of the old search_path, and the input functions that read the values.
+ * A new session would infer afresh, and so must we: on any such change the entry
+ * is built again.  Invalidations other sessions committed are taken in first, as
+ * the plancache would take them when it locks the statement's tables.
+ */
+static bool
+statement_inference_stale(StatementPlan *entry)
+{
+	CachedPlanSource *plan;
+	bool		inferred = false;
+
+	for (int i = 0; i < entry->nargs; i++)
+		if (entry->argtypes[i] == UNKNOWNOID)
+			inferred = true;
+	if (!inferred)
+		return false;
+	AcceptInvalidationMessages();
+	plan = linitial(SPI_plan_get_plan_sources(entry->plan));
+	return !plan->is_valid || !compat_search_path_matches(plan);
+}
+
+/*
  * The cached plan for a statement and argument types, built on a miss, returned
  * pinned: the caller must statement_cache_unpin it (in PG_FINALLY).  SPI must be
  * connected.  An error while building leaves no entry and no memory behind.
@@ -385,7 +413,8 @@ statement_lookup(const char *source, int nargs, const Oid *argtypes, bool batch)
 	bool		found;
 
 	entry = hash_search(StatementCache, &key, HASH_FIND, NULL);
-	if (entry != NULL && statement_matches(entry, source, nargs, argtypes, batch))
+	if (entry != NULL && statement_matches(entry, source, nargs, argtypes, batch) &&
+		(entry->pins > 0 || !statement_inference_stale(entry)))
 	{
 		dlist_move_head(&StatementLru, &entry->lru);
 		entry->pins++;
@@ -398,8 +427,8 @@ statement_lookup(const char *source, int nargs, const Oid *argtypes, bool batch)
 	if (entry != NULL)
 	{
 		/*
-		 * A 64-bit hash collision: the newer statement takes the slot, unless
-		 * the older one is running further up the stack.
+		 * A 64-bit hash collision, or a stale inference: the newer statement
+		 * takes the slot, unless the older one is running further up the stack.
 		 */
 		if (entry->pins > 0)
 		{

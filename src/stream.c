@@ -44,6 +44,7 @@
 #include "inbox.h"
 #include "direct_access.h"
 #include "registry.h"
+#include "relcache_callbacks.h"
 #include "retired.h"
 #include "spi_util.h"
 #include "stats.h"
@@ -67,6 +68,27 @@ typedef struct PositionPlans
 } PositionPlans;
 
 static PositionPlans plans;
+
+/*
+ * The plans name the table, and the owner runs them: remade when the table
+ * changes (a new owner), and when a schema is renamed (the name they were
+ * written with could now mean another table).
+ */
+static bool PlansStale = false;
+static bool PlansCallbacks = false;
+
+static void
+position_plans_invalidate(Datum arg, Oid relid)
+{
+	if (!OidIsValid(relid) || relid == plans.relid)
+		PlansStale = true;
+}
+
+static void
+position_plans_invalidate_names(Datum arg, int cacheid, uint32 hashvalue)
+{
+	PlansStale = true;
+}
 
 /* The primary key of positions and its equality procedures, for index probes. */
 static void
@@ -107,8 +129,15 @@ position_plans(FunctionCallInfo fcinfo)
 	HeapTuple	tuple;
 	Oid			argtypes[4] = {REGCLASSOID, TEXTOID, INT4OID, INT8OID};
 
-	if (relid == plans.relid)
+	if (!PlansCallbacks)
+	{
+		relcache_callback_register(position_plans_invalidate);
+		CacheRegisterSyscacheCallback(NAMESPACEOID, position_plans_invalidate_names, (Datum) 0);
+		PlansCallbacks = true;
+	}
+	if (relid == plans.relid && !PlansStale)
 		return &plans;
+	PlansStale = false;
 
 	/* An outer call may still be running them (retired.c). */
 	retired_add_plan(plans.advance);
