@@ -226,3 +226,12 @@ RETURNS inbox.transition_outcome AS 'MODULE_PATHNAME', 'inbox_transition_key'
 LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY INVOKER;
 COMMENT ON FUNCTION inbox.transition_key(pg_catalog.regclass, "any", pg_catalog.text, pg_catalog.text) IS
     'move the row with this primary key value to to_state from any state the column''s machine allows';
+
+-- The event trigger finds the registry and the positions in its own schema when it
+-- runs (C), not by the name the schema had when it was created (PL/pgSQL): after
+-- ALTER SCHEMA inbox RENAME, every DROP TABLE in the database failed, and a table
+-- created under the old name would have been written with the owner's rights.
+CREATE OR REPLACE FUNCTION inbox.forget_dropped_inboxes()
+RETURNS event_trigger AS 'MODULE_PATHNAME', 'inbox_forget_dropped_inboxes'
+LANGUAGE C SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp;

@@ -136,23 +136,9 @@ REVOKE ALL ON FUNCTION inbox.purge(pg_catalog.regclass, pg_catalog.int4) FROM PU
 -- table that happens to get the same OID would be taken for an inbox.  Definer rights
 -- because the dropping user may not own the registry.
 CREATE FUNCTION inbox.forget_dropped_inboxes()
-RETURNS event_trigger
-LANGUAGE plpgsql SECURITY DEFINER
-SET search_path = pg_catalog, pg_temp
-AS $$
-BEGIN
-    DELETE FROM inbox.registry r
-     USING pg_catalog.pg_event_trigger_dropped_objects() d
-     WHERE d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_class'::pg_catalog.regclass::pg_catalog.oid
-       AND d.objsubid OPERATOR(pg_catalog.=) 0
-       AND r.relid::pg_catalog.oid OPERATOR(pg_catalog.=) d.objid;
-    DELETE FROM inbox.positions p
-     USING pg_catalog.pg_event_trigger_dropped_objects() d
-     WHERE d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_class'::pg_catalog.regclass::pg_catalog.oid
-       AND d.objsubid OPERATOR(pg_catalog.=) 0
-       AND p.inbox::pg_catalog.oid OPERATOR(pg_catalog.=) d.objid;
-END
-$$;
+RETURNS event_trigger AS 'MODULE_PATHNAME', 'inbox_forget_dropped_inboxes'
+LANGUAGE C SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp;
 COMMENT ON FUNCTION inbox.forget_dropped_inboxes() IS
     'event trigger: removes registry rows of dropped tables';
 REVOKE ALL ON FUNCTION inbox.forget_dropped_inboxes() FROM PUBLIC;

@@ -74,6 +74,31 @@ SELECT inbox.upsert('warm_p', '{"k": "b", "v": 2}', ARRAY['k']);
 RESET search_path;
 TABLE warm_p;
 
+-- The extension's schema renamed, and look-alike tables in a new schema of the
+-- old name: positions are read from and written to the extension's own table,
+-- and the drop event trigger forgets a dropped inbox in the real registry, never
+-- the look-alike's, and lets DROP work at all.
+SELECT inbox.create_inbox('warm_gone');
+SELECT inbox.advance('warm', 'topic', 0, 1) AS advanced, inbox.position('warm', 'topic', 0);
+ALTER SCHEMA inbox RENAME TO inbox_renamed;
+CREATE SCHEMA inbox;
+CREATE TABLE inbox.positions (inbox regclass, topic text, "partition" int, "offset" bigint,
+    advanced_at timestamptz DEFAULT now(), PRIMARY KEY (inbox, topic, "partition"));
+INSERT INTO inbox.positions VALUES ('warm', 'topic', 0, 999);
+CREATE TABLE inbox.registry (relid oid);
+INSERT INTO inbox.registry VALUES ('warm_gone'::regclass);
+SELECT inbox_renamed.advance('warm', 'topic', 0, 5) AS advanced,
+       inbox_renamed.position('warm', 'topic', 0);
+DROP TABLE warm_gone;
+SELECT count(*) AS real_registry_rows FROM inbox_renamed.registry
+ WHERE relid::oid NOT IN (SELECT oid FROM pg_class);
+SELECT count(*) AS look_alike_rows FROM inbox.registry;
+SET client_min_messages = warning;
+DROP SCHEMA inbox CASCADE;
+RESET client_min_messages;
+ALTER SCHEMA inbox_renamed RENAME TO inbox;
+SELECT inbox.position('warm', 'topic', 0);
+
 DROP TABLE warm_t, warm_ev, warm_acc, warm_ct, warm_p;
 DROP TYPE warm_mood;
 DROP TYPE warm_comp;

@@ -19,6 +19,7 @@
 #include "catalog/namespace.h"
 #include "catalog/pg_class.h"
 #include "catalog/pg_type.h"
+#include "commands/event_trigger.h"
 #include "executor/spi.h"
 #include "miscadmin.h"
 #include "utils/acl.h"
@@ -458,5 +459,50 @@ inbox_set_retention(PG_FUNCTION_ARGS)
 
 	/* Every backend re-reads the window at its next call on this inbox. */
 	CacheInvalidateRelcacheByRelid(inbox->relid);
+	PG_RETURN_VOID();
+}
+
+/*
+ * The sql_drop event trigger: forget the registry rows and stream positions of
+ * dropped tables.  It finds both tables in its own schema when it runs, as every
+ * function of the extension does: a PL/pgSQL body would keep the name the
+ * schema had when it was created, so that after ALTER SCHEMA inbox RENAME every
+ * DROP TABLE in the database failed, and a table made under the old name would
+ * have been written with the rights of the function's owner.
+ */
+PG_FUNCTION_INFO_V1(inbox_forget_dropped_inboxes);
+Datum
+inbox_forget_dropped_inboxes(PG_FUNCTION_ARGS)
+{
+	static const char *const tables[][2] = {{"registry", "relid"}, {"positions", "inbox"}};
+	Oid			nspid;
+	char	   *schema;
+
+	if (!CALLED_AS_EVENT_TRIGGER(fcinfo))
+		ereport(ERROR,
+				(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
+				 errmsg("forget_dropped_inboxes() must be called as an event trigger")));
+	nspid = get_func_namespace(fcinfo->flinfo->fn_oid);
+	schema = OidIsValid(nspid) ? get_namespace_name(nspid) : NULL;
+	if (schema == NULL)
+		PG_RETURN_VOID();
+
+	spi_connect();
+	for (size_t i = 0; i < lengthof(tables); i++)
+	{
+		/* Gone with the same command (the extension's own schema dropped). */
+		if (!OidIsValid(get_relname_relid(tables[i][0], nspid)))
+			continue;
+		if (SPI_execute(psprintf("DELETE FROM %s t "
+								 "USING pg_catalog.pg_event_trigger_dropped_objects() d "
+								 "WHERE d.classid OPERATOR(pg_catalog.=) "
+								 "'pg_catalog.pg_class'::pg_catalog.regclass::pg_catalog.oid "
+								 "AND d.objsubid OPERATOR(pg_catalog.=) 0 "
+								 "AND t.%s::pg_catalog.oid OPERATOR(pg_catalog.=) d.objid",
+								 quote_qualified_identifier(schema, tables[i][0]), tables[i][1]),
+						false, 0) != SPI_OK_DELETE)
+			elog(ERROR, "could not forget dropped tables in %s", tables[i][0]);
+	}
+	SPI_finish();
 	PG_RETURN_VOID();
 }
