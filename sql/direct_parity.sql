@@ -105,6 +105,39 @@ SELECT inbox.claim('par_inbox', 'Msg-1') AS fresh;
 SELECT inbox.claim('par_inbox', 'msg-1') AS duplicate;
 SELECT message_id FROM par_inbox;
 
+-- Another unique or exclusion index beside the key's: a duplicate key never
+-- reaches it, whichever order the call takes (the statement looks in its arbiter
+-- before it inserts), so the answer is an update or a duplicate, never 23505.
+CREATE TABLE par_uniq (id int PRIMARY KEY, email text UNIQUE, v int);
+CREATE TABLE par_uniq_sql (LIKE par_uniq INCLUDING INDEXES);
+SELECT par_twin('par_uniq_sql');
+INSERT INTO par_uniq VALUES (1, 'a@x', 1);
+INSERT INTO par_uniq_sql VALUES (1, 'a@x', 1);
+SET idempotent_inbox.force_path = insert;
+SELECT inbox.upsert('par_uniq', '{"id": 1, "email": "a@x", "v": 2}') AS changed,
+       inbox.upsert('par_uniq_sql', '{"id": 1, "email": "a@x", "v": 2}') AS changed_sql;
+SELECT inbox.upsert('par_uniq', '{"id": 1, "email": "a@x", "v": 2}') AS replay,
+       inbox.upsert('par_uniq_sql', '{"id": 1, "email": "a@x", "v": 2}') AS replay_sql;
+RESET idempotent_inbox.force_path;
+SELECT inbox.upsert('par_uniq', '{"id": 2, "email": "a@x", "v": 3}');
+SELECT inbox.upsert('par_uniq_sql', '{"id": 2, "email": "a@x", "v": 3}');
+TABLE par_uniq;
+TABLE par_uniq_sql;
+
+SELECT inbox.create_inbox('par_excl');
+ALTER TABLE par_excl ADD CONSTRAINT par_excl_same EXCLUDE USING btree (message_id WITH =);
+SELECT inbox.create_inbox('par_lower');
+CREATE UNIQUE INDEX par_lower_idx ON par_lower (lower(message_id));
+CREATE TABLE par_sink (id text);
+CREATE TRIGGER dedup BEFORE INSERT ON par_sink
+    FOR EACH ROW EXECUTE FUNCTION inbox.dedup_trigger('par_lower', 'id');
+SET idempotent_inbox.force_path = insert;
+SELECT inbox.claim('par_excl', 'e1') AS fresh, inbox.claim('par_excl', 'e1') AS duplicate;
+SELECT inbox.claim('par_lower', 'l1') AS fresh, inbox.claim('par_lower', 'l1') AS duplicate;
+INSERT INTO par_sink VALUES ('l1'), ('l2'), ('l2');
+RESET idempotent_inbox.force_path;
+TABLE par_sink;
+
 -- A table published without a replica identity refuses upsert and transition
 -- as INSERT ... ON CONFLICT DO UPDATE and UPDATE refuse it: whatever the row,
 -- on every path.
@@ -138,7 +171,8 @@ ALTER TABLE inbox.positions REPLICA IDENTITY DEFAULT;
 SELECT inbox.advance('par_inbox', 'topic', 0, 6) AS moved;
 
 DROP TABLE par_oid, par_oid_sql, par_dropped, par_ci, par_ci_sql, par_num, par_num_sql, par_two,
-    par_two_sql, par_pub;
+    par_two_sql, par_uniq, par_uniq_sql, par_sink, par_pub;
+SELECT inbox.drop_inbox('par_excl'), inbox.drop_inbox('par_lower');
 SELECT inbox.drop_inbox('par_inbox');
 DROP COLLATION par_ci;
 DROP FUNCTION par_twin(regclass);

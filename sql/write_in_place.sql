@@ -48,8 +48,9 @@ SELECT inbox.upsert('wip', '{"id": 1, "amount": -1}');
 SELECT inbox.upsert('wip', '{"id": 1, "ref": "r2"}');
 SELECT inbox.transition_key('wip', 1, 'ref', ARRAY['r1'], 'r2');
 SELECT id, status, amount, ref FROM wip ORDER BY id;
--- A new row is inserted without the statement too (one lookup: the read that
--- found no row), with the same constraints and errors.
+-- A new row is inserted without the statement too, with the same constraints and
+-- errors; two lookups: the read that found no row, and the statement's own look
+-- in the key before it inserts, which the other unique index (ref) needs.
 BEGIN;
 SELECT wip_lookups() AS before \gset
 SELECT inbox.upsert_row(ROW(3, 'NEW', 30, 'three', 'r3')::wip) AS inserted;

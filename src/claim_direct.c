@@ -18,7 +18,10 @@
  * says duplicates are rare (probe_first false: claim.c decides from the recent
  * share), the insert goes first: the speculative insertion finds a conflict on
  * its own, and a duplicate then leaves one killed row behind, which is the price
- * of skipping the look for every fresh id.
+ * of skipping the look for every fresh id.  Only where the primary key is the
+ * inbox's one unique or exclusion index: the statement looks in its arbiter
+ * before it inserts, so a committed duplicate never reaches another such index,
+ * which would raise where the claim must answer "duplicate".
  *
  * Only when nothing else could happen in the SQL statement: the checklist at the
  * head of direct_access.c, asked when the inbox is loaded (inbox_shape_direct_ok)
@@ -110,6 +113,9 @@ claim_direct(InboxInfo *inbox, Datum message_id, bool probe_first, HeldInbox *he
 
 	if (!inbox->direct_shape || !direct_access_allowed(inbox->relid))
 		return CLAIM_DIRECT_UNAVAILABLE;
+	/* Another unique or exclusion index would raise where the look finds a duplicate. */
+	if (!inbox->insert_first_safe)
+		probe_first = true;
 
 	if (!probe_first)
 	{

@@ -311,6 +311,37 @@ direct_access_sole_arbiter(Relation rel, Oid keyindex)
 }
 
 /*
+ * May a direct insertion into rel go before any look for its key?  Only when
+ * arbiter is the one index of rel that can refuse a row: INSERT ... ON CONFLICT
+ * looks in its arbiters first (ExecCheckIndexConstraints), so a row that
+ * conflicts with a committed one is never offered to another unique or
+ * exclusion index, which would raise (23505, 23P01) where the statement does
+ * nothing.  Indexes still being built (CREATE INDEX or REINDEX CONCURRENTLY)
+ * are inserted into too, and count.
+ */
+bool
+direct_access_insert_first_safe(Relation rel, Oid arbiter)
+{
+	List	   *indexes = RelationGetIndexList(rel);
+	ListCell   *lc;
+	bool		safe = true;
+
+	foreach(lc, indexes)
+	{
+		Relation	index;
+
+		if (lfirst_oid(lc) == arbiter)
+			continue;
+		index = index_open(lfirst_oid(lc), AccessShareLock);
+		if (index->rd_index->indisunique || index->rd_index->indisexclusion)
+			safe = false;
+		index_close(index, AccessShareLock);
+	}
+	list_free(indexes);
+	return safe;
+}
+
+/*
  * May rows of rel be written without the executor, when we fill exactly the
  * columns in filled[0..nfilled-1]?  From the relation alone; the per-call
  * conditions are direct_access_allowed's.
@@ -576,6 +607,29 @@ direct_access_fetch_allowed(Relation rel)
 		!citus_table(relid);
 }
 
+/*
+ * Scan keys for the row (values by attribute number - 1) in a btree index on
+ * plain columns, with the index's own equality and collation; false when a key
+ * value is NULL.
+ */
+static bool
+key_scankeys(Relation index, const Datum *row, const bool *rownulls, ScanKey keys)
+{
+	for (int i = 0; i < index->rd_index->indnkeyatts; i++)
+	{
+		AttrNumber	attnum = index->rd_index->indkey.values[i];
+		Oid			type = index->rd_opcintype[i];
+		Oid			eq = get_opfamily_member(index->rd_opfamily[i], type, type,
+											 BTEqualStrategyNumber);
+
+		if (rownulls[attnum - 1])
+			return false;
+		ScanKeyInit(&keys[i], i + 1, BTEqualStrategyNumber, get_opcode(eq), row[attnum - 1]);
+		keys[i].sk_collation = index->rd_indcollation[i];
+	}
+	return true;
+}
+
 /* The items of the list of reads that direct_access_fetch itself relies on. */
 static void
 CheckDirectRead(Relation rel, Relation index)
@@ -615,20 +669,10 @@ direct_access_fetch(Relation rel, Oid keyindex, const Datum *row, const bool *ro
 				 errmsg("the key of \"%s\" was dropped during the call", RelationGetRelationName(rel))));
 	CheckDirectRead(rel, index);
 	nkeys = index->rd_index->indnkeyatts;
-	for (int i = 0; i < nkeys; i++)
+	if (!key_scankeys(index, row, rownulls, keys))
 	{
-		AttrNumber	attnum = index->rd_index->indkey.values[i];
-		Oid			type = index->rd_opcintype[i];
-		Oid			eq = get_opfamily_member(index->rd_opfamily[i], type, type,
-											 BTEqualStrategyNumber);
-
-		if (rownulls[attnum - 1])
-		{
-			index_close(index, AccessShareLock);
-			return false;
-		}
-		ScanKeyInit(&keys[i], i + 1, BTEqualStrategyNumber, get_opcode(eq), row[attnum - 1]);
-		keys[i].sk_collation = index->rd_indcollation[i];
+		index_close(index, AccessShareLock);
+		return false;
 	}
 
 	CommandCounterIncrement();
@@ -747,23 +791,64 @@ store_row(TupleTableSlot *slot, int natts, const Datum *values, const bool *null
 }
 
 /*
+ * The statement's look before it inserts (ExecCheckIndexConstraints): is a row
+ * with this key in the arbiter, committed or being written by a transaction we
+ * wait for?  ROW_PRESENT or ROW_ABSENT; ROW_CHANGING when a key value is NULL,
+ * which the statement judges by the index's NULLS [NOT] DISTINCT.
+ */
+static RowState
+arbiter_lookup(Relation rel, Oid arbiter, const Datum *values, const bool *nulls)
+{
+	Relation	index = index_open(arbiter, RowExclusiveLock);
+	ScanKeyData keys[INDEX_MAX_KEYS];
+	RowState	state = ROW_CHANGING;
+
+	if (key_scankeys(index, values, nulls, keys))
+	{
+		for (;;)
+		{
+			DirtyWait	wait;
+			ItemPointerData tid;
+
+			state = direct_access_dirty_lookup(rel, index, keys, index->rd_index->indnkeyatts,
+											   &wait, &tid, NULL, NULL);
+			if (state == ROW_PRESENT || state == ROW_ABSENT)
+				break;
+			direct_access_wait(rel, &wait, &tid);
+			CHECK_FOR_INTERRUPTS();
+		}
+	}
+	index_close(index, NoLock);
+	return state;
+}
+
+/*
  * Insert values/nulls (natts of them, by attribute number - 1) speculatively,
  * with arbiter as the only index whose conflict is no error, for a table whose
  * direct_access_possible verdict covered exactly the columns given (the others
- * are NULL).  DIRECT_INSERTED, or DIRECT_CONFLICT when a row with the key exists
+ * are NULL).  With look_first, looks for the key as the statement does before
+ * it inserts, which a table with another unique or exclusion index needs
+ * (direct_access_insert_first_safe).  DIRECT_INSERTED, or DIRECT_CONFLICT when a row with the key exists
  * or is being inserted (nothing was written); DIRECT_UNAVAILABLE sends the
  * caller to the SQL path, when the row breaks a NOT NULL or CHECK constraint
  * whose error the statement raises.
  */
 DirectWrite
 direct_access_insert_row(Relation rel, Oid arbiter, int natts, const Datum *values,
-						 const bool *nulls)
+						 const bool *nulls, bool look_first)
 {
 	DirectInsert di;
 	DirectWrite result = DIRECT_UNAVAILABLE;
 
 	if (!row_still_direct(rel, natts, nulls))
 		return DIRECT_UNAVAILABLE;
+	if (look_first)
+	{
+		RowState	state = arbiter_lookup(rel, arbiter, values, nulls);
+
+		if (state != ROW_ABSENT)
+			return state == ROW_PRESENT ? DIRECT_CONFLICT : DIRECT_UNAVAILABLE;
+	}
 	direct_insert_begin(&di, rel);
 	store_row(di.slot, natts, values, nulls);
 	if (direct_access_checks_pass(rel, di.slot))

@@ -10,6 +10,7 @@
 
 extern bool direct_access_possible(Relation rel, const AttrNumber *filled, int nfilled);
 extern bool direct_access_sole_arbiter(Relation rel, Oid keyindex);
+extern bool direct_access_insert_first_safe(Relation rel, Oid arbiter);
 extern bool direct_access_allowed(Oid relid);
 extern bool direct_access_checks_pass(Relation rel, struct TupleTableSlot *slot);
 extern RowState direct_access_dirty_lookup(Relation heap, Relation index,
@@ -52,7 +53,8 @@ typedef enum DirectWrite
 } DirectWrite;
 
 extern DirectWrite direct_access_insert_row(Relation rel, Oid arbiter, int natts,
-											const Datum *values, const bool *nulls);
+											const Datum *values, const bool *nulls,
+											bool look_first);
 extern bool direct_access_update_row(Relation rel, int natts, ItemPointer tid,
 									 CommandId read_cid, const Datum *values,
 									 const bool *nulls);

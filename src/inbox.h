@@ -128,6 +128,9 @@ typedef struct InboxInfo
 								 * or written directly: distributed, or with a shard
 								 * key (claim_routed.c) */
 	bool		direct_shape;	/* claims may skip the executor (claim_direct.c) */
+	bool		insert_first_safe;	/* the primary key is its only unique or
+									 * exclusion index: a direct claim may insert
+									 * before it looks */
 	bool		insert_triggers;	/* BEFORE INSERT row triggers, which may skip or
 									 * change a claim's row */
 	bool		update_triggers;	/* BEFORE UPDATE row triggers, which may skip the

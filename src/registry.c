@@ -34,6 +34,7 @@
 
 #include "compat.h"
 #include "inbox.h"
+#include "direct_access.h"
 #include "citus_tables.h"
 #include "inbox_shape.h"
 #include "registry.h"
@@ -270,6 +271,8 @@ load_entry(InboxInfo *entry, const RegistryRow *registered, bool quiet)
 		return false;
 	}
 	fresh.direct_shape = inbox_shape_direct_ok(rel, &fresh);
+	fresh.insert_first_safe = fresh.direct_shape &&
+		direct_access_insert_first_safe(rel, fresh.pkindex);
 	fresh.insert_triggers = rel->trigdesc != NULL && rel->trigdesc->trig_insert_before_row;
 	fresh.update_triggers = rel->trigdesc != NULL && rel->trigdesc->trig_update_before_row;
 	fresh.cxt = AllocSetContextCreate(CacheMemoryContext, "idempotent_inbox inbox",

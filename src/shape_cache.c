@@ -163,6 +163,7 @@ shape_cache_store(Relation rel, int kind, Bitmapset *columns, Bitmapset *request
 	kept->keys = bms_copy(statements->keys);
 	kept->direct_update = statements->direct_update;
 	kept->direct_insert = statements->direct_insert;
+	kept->insert_first_safe = statements->insert_first_safe;
 	for (int i = 0; i < SHAPE_MAX_STATEMENTS; i++)
 		kept->sql[i] = statements->sql[i] ? pstrdup(statements->sql[i]) : NULL;
 	columns = bms_copy(columns);

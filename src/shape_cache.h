@@ -24,6 +24,7 @@ typedef struct ShapeStatements
 	char	   *sql[SHAPE_MAX_STATEMENTS];
 	bool		direct_update;	/* direct_access_update_possible, when built */
 	bool		direct_insert;	/* direct_access_possible for these columns (upsert) */
+	bool		insert_first_safe;	/* direct_access_insert_first_safe (upsert) */
 	int			fresh_rate;		/* recent share of calls that inserted (upsert) or
 								 * moved (transition), in 1/1024ths */
 	int			update_rate;	/* recent share of upserts that updated */

@@ -605,7 +605,7 @@ has_update_statement_triggers(Relation rel)
  * that they may be).
  */
 static DirectWrite
-insert_directly(UpsertPlan *plan)
+insert_directly(UpsertPlan *plan, const ShapeStatements *sql)
 {
 	int			natts = RelationGetDescr(plan->rel)->natts;
 	Datum	   *values = palloc0(sizeof(Datum) * natts);
@@ -618,7 +618,9 @@ insert_directly(UpsertPlan *plan)
 		values[attnum - 1] = plan->row[attnum - 1];
 		nulls[attnum - 1] = plan->rownulls[attnum - 1];
 	}
-	return direct_access_insert_row(plan->rel, plan->keyindex, natts, values, nulls);
+	/* Where another index could refuse the row, look as the statement does. */
+	return direct_access_insert_row(plan->rel, plan->keyindex, natts, values, nulls,
+									!sql->insert_first_safe);
 }
 
 /* INSERT ... ON CONFLICT DO NOTHING: did it insert? */
@@ -629,7 +631,7 @@ insert_new(UpsertPlan *plan, const ShapeStatements *sql)
 
 	if (plan->insert_direct)
 	{
-		DirectWrite done = insert_directly(plan);
+		DirectWrite done = insert_directly(plan, sql);
 
 		if (done != DIRECT_UNAVAILABLE)
 			return done == DIRECT_INSERTED;
@@ -726,7 +728,7 @@ run_upsert(UpsertPlan *plan, const ShapeStatements *sql)
 		if (outcome == NULL && exists)
 			outcome = update_existing(plan, sql);
 		if (outcome == NULL && !exists && plan->insert_direct &&
-			insert_directly(plan) == DIRECT_INSERTED)
+			insert_directly(plan, sql) == DIRECT_INSERTED)
 			outcome = "inserted";
 		/* Missing, or changed meanwhile: the statement that settles every race. */
 		if (outcome == NULL)
@@ -843,6 +845,7 @@ upsert_common(FunctionCallInfo fcinfo, Relation rel, AclMode held, Jsonb *row,
 		built.sql[3] = update_sql(&plan);
 		built.direct_update = direct_access_update_possible(rel);
 		built.direct_insert = direct_insert_possible(&plan);
+		built.insert_first_safe = direct_access_insert_first_safe(rel, plan.keyindex);
 		shape_cache_store(rel, SHAPE_UPSERT, plan.present, requested, plan.version, &built);
 		sql = &built;
 	}
