@@ -235,3 +235,11 @@ CREATE OR REPLACE FUNCTION inbox.forget_dropped_inboxes()
 RETURNS event_trigger AS 'MODULE_PATHNAME', 'inbox_forget_dropped_inboxes'
 LANGUAGE C SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp;
+
+-- It runs for every command that drops objects: a table also goes with DROP TYPE
+-- ... CASCADE (a typed table), DROP EXTENSION of another extension, and others,
+-- which left registry rows naming no table (and the purge worker failing on them).
+DROP EVENT TRIGGER idempotent_inbox_forget_dropped;
+CREATE EVENT TRIGGER idempotent_inbox_forget_dropped
+    ON sql_drop
+    EXECUTE FUNCTION inbox.forget_dropped_inboxes();

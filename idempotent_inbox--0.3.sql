@@ -143,9 +143,10 @@ COMMENT ON FUNCTION inbox.forget_dropped_inboxes() IS
     'event trigger: removes registry rows of dropped tables';
 REVOKE ALL ON FUNCTION inbox.forget_dropped_inboxes() FROM PUBLIC;
 
+-- Every command that drops objects: a table also goes with DROP TYPE ... CASCADE
+-- (a typed table), DROP EXTENSION of another extension, and others.
 CREATE EVENT TRIGGER idempotent_inbox_forget_dropped
     ON sql_drop
-    WHEN TAG IN ('DROP TABLE', 'DROP SCHEMA', 'DROP OWNED')
     EXECUTE FUNCTION inbox.forget_dropped_inboxes();
 
 -- Claims.  One C function per SQL name; the key type is read from the signature.

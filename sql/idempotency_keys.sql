@@ -187,6 +187,26 @@ RESET ROLE;
 DROP OWNED BY regress_inbox_reader;
 DROP ROLE regress_inbox_reader;
 
+-- A lease's result is its token holder's: complete never overwrites it, even
+-- after the lease was finished by another holder.
+SELECT token AS stale_token FROM inbox.acquire('api_keys', 'fenced', '1 second') \gset
+UPDATE api_keys SET lease_until = now() - interval '1 second' WHERE message_id = 'fenced';
+SELECT token AS winner_token FROM inbox.acquire('api_keys', 'fenced', '30 seconds') \gset
+SELECT inbox.finish('api_keys', 'fenced', :winner_token, '{"charge": "B"}');
+SELECT inbox.complete('api_keys', 'fenced', '{"charge": "A"}');
+\echo :SQLSTATE
+SELECT status, result FROM inbox.acquire('api_keys', 'fenced', '30 seconds');
+-- An expired claim counts as absent: nothing to complete.
+SELECT inbox.create_inbox('api_keys_window', retention => '1 hour');
+SELECT inbox.claim('api_keys_window', 'old');
+UPDATE api_keys_window SET claimed_at = now() - interval '2 hours';
+SELECT inbox.complete('api_keys_window', 'old', '{}');
+\echo :SQLSTATE
+SELECT inbox.claim('api_keys_window', 'new');
+SELECT inbox.complete('api_keys_window', 'new', '{"ok": true}');
+SELECT inbox.result('api_keys_window', 'new');
+SELECT inbox.drop_inbox('api_keys_window');
+
 SELECT inbox.drop_inbox('api_keys');
 SELECT inbox.drop_inbox('api_keys_uuid');
 SELECT inbox.drop_inbox('api_keys_bigint');

@@ -86,3 +86,15 @@ RESET ROLE;
 REVOKE EXECUTE ON FUNCTION inbox.drop_inbox(regclass) FROM regress_inbox_stranger;
 DROP ROLE regress_inbox_stranger;
 DROP TABLE plain_table;
+
+-- A table dropped by any command leaves no registry row behind: a typed table
+-- goes with DROP TYPE ... CASCADE.
+SELECT inbox.create_inbox('typed_inbox', retention => '1 hour');
+CREATE TYPE typed_inbox_row AS (message_id text, claimed_at timestamptz, fingerprint bytea,
+    result jsonb, token int8, lease_until timestamptz, holder_pid int4, holder_started timestamptz);
+ALTER TABLE typed_inbox OF typed_inbox_row;
+SET client_min_messages = warning;
+DROP TYPE typed_inbox_row CASCADE;
+RESET client_min_messages;
+SELECT count(*) AS registry_rows_without_table FROM inbox.registry
+ WHERE relid::oid NOT IN (SELECT oid FROM pg_class);

@@ -147,7 +147,7 @@ static const StatementTemplate templates[SQL_NUM_STATEMENTS] = {
 	},
 	[SQL_COMPLETE] = {
 		"UPDATE %1$s SET result = $2 "
-		"WHERE message_id OPERATOR(pg_catalog.=) $1 AND lease_until IS NULL",
+		"WHERE message_id OPERATOR(pg_catalog.=) $1 AND lease_until IS NULL AND token IS NULL",
 		2, {KEY, JSONBOID}, NEEDS_LEASE_COLUMNS
 	},
 	[SQL_RESULT] = {

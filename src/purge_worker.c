@@ -22,7 +22,8 @@
  * Manners.  A visit is short and yields:
  *	- every transaction is bounded by WORKER_STATEMENT_TIMEOUT_MS and
  *	  WORKER_LOCK_TIMEOUT, and the whole visit by VISIT_BUDGET_MS (the next pass
- *	  goes on where this one stopped);
+ *	  goes on where this one stopped); user code that swallows its statement's
+ *	  cancel ends the worker at VISIT_HARD_LIMIT_MS;
  *	- DROP DATABASE (and CREATE DATABASE ... TEMPLATE, ALTER DATABASE RENAME or
  *	  SET TABLESPACE) locks the database object and then waits a few seconds for
  *	  the other sessions to leave, but PostgreSQL signals only autovacuum, not
@@ -81,6 +82,36 @@ static int	purge_batch = 10000;	/* rows per transaction */
 
 /* Set in a worker when the visit should end before the next transaction. */
 static TimestampTz visit_deadline = 0;
+
+/*
+ * The last moment a visit can last to, its budget and one statement timeout
+ * past it, for an inbox owner's trigger that catches its cancel (a PL/pgSQL
+ * EXCEPTION WHEN query_canceled in a loop): then the worker ends as SIGTERM
+ * would end it, which no exception block catches, and the launcher goes on to
+ * the next database.  Without it one owner held the worker, the purge of every
+ * other database and a DROP DATABASE of their own for as long as they liked.
+ */
+#define VISIT_HARD_LIMIT_MS (VISIT_BUDGET_MS + WORKER_STATEMENT_TIMEOUT_MS + 5 * 1000L)
+static volatile sig_atomic_t visit_overran = false;
+
+static void
+visit_hard_limit_reached(void)
+{
+	visit_overran = true;
+	ProcDiePending = true;
+	InterruptPending = true;
+	SetLatch(MyLatch);
+}
+
+static void
+report_overrun(int code, Datum arg)
+{
+	if (visit_overran)
+		ereport(LOG,
+				(errmsg("idempotent_inbox purge worker ended its visit to database %u after %ld s",
+						MyDatabaseId, VISIT_HARD_LIMIT_MS / 1000),
+				 errdetail("Code run by the purge, such as an inbox owner's trigger, did not end when its statement timed out.")));
+}
 
 void
 purge_worker_init(void)
@@ -417,6 +448,9 @@ purge_database_main(Datum arg)
 		proc_exit(0);
 	BackgroundWorkerInitializeConnectionByOid(DatumGetObjectId(arg), InvalidOid, 0);
 	visit_deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), VISIT_BUDGET_MS);
+	before_shmem_exit(report_overrun, (Datum) 0);
+	enable_timeout_after(RegisterTimeout(USER_TIMEOUT, visit_hard_limit_reached),
+						 VISIT_HARD_LIMIT_MS);
 
 	if (!extension_installed())
 		leave("the extension is not installed here");

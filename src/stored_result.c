@@ -11,6 +11,7 @@
 
 #include "utils/jsonb.h"
 #include "utils/lsyscache.h"
+#include "utils/timestamp.h"
 
 #include "inbox.h"
 #include "claim_row.h"
@@ -31,22 +32,35 @@ inbox_complete(PG_FUNCTION_ARGS)
 	Datum		values[2] = {id, PointerGetDatum(result)};
 	char		nulls[2] = {' ', result ? ' ' : 'n'};
 	ClaimRow	row;
-	int			stored;
+	bool		present = true;
 
 	registry_check_stored_reads(fcinfo, inbox);
 
-	spi_connect();
-	stored = inbox_sql_execute(inbox, SQL_COMPLETE, values, nulls);
-	SPI_finish();
-	if (stored == 1)
-		PG_RETURN_VOID();
+	/* An expired claim counts as absent, as everywhere: nothing to complete. */
+	if (inbox->has_retention)
+	{
+		claim_row_read(inbox, id, true, &row);
+		present = row.state == ROW_PRESENT &&
+			!claim_row_expired(inbox, &row, GetCurrentTimestamp());
+	}
+	if (present)
+	{
+		int			stored;
+
+		spi_connect();
+		stored = inbox_sql_execute(inbox, SQL_COMPLETE, values, nulls);
+		SPI_finish();
+		if (stored == 1)
+			PG_RETURN_VOID();
+	}
 
 	claim_row_read(inbox, id, true, &row);
-	if (row.state == ROW_PRESENT && row.leased)
+	if (row.state == ROW_PRESENT && (row.leased || row.has_token))
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("message id \"%s\" is held by a lease",
 						message_id_to_cstring(inbox, id)),
+				 errdetail("A lease's result is stored once, by inbox.finish() with its token."),
 				 errhint("Store the result with inbox.finish() and the lease's token.")));
 	ereport(ERROR,
 			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),

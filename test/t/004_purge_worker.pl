@@ -196,5 +196,46 @@ foreach my $db (@inbox_dbs)
 is(query('plain', 'SELECT count(*) FROM events'),
 	100, 'plain: still untouched at the end');
 
+# An inbox owner whose trigger swallows the purge's statement timeout (a loop
+# catching query_canceled) holds the worker only until the visit's hard limit:
+# the worker then ends as SIGTERM ends it, the launcher purges the other
+# databases again, and DROP DATABASE of the hostile one goes through.
+query('postgres', 'CREATE DATABASE hostile');
+query('postgres', 'CREATE ROLE mallory LOGIN');
+query(
+	'hostile', q{
+CREATE EXTENSION idempotent_inbox;
+GRANT CREATE ON SCHEMA public TO mallory;
+SET ROLE mallory;
+SELECT inbox.create_inbox('stuck', 'text', '1 hour');
+CREATE FUNCTION public.hang() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    LOOP
+        BEGIN
+            PERFORM pg_sleep(1000);
+        EXCEPTION WHEN query_canceled THEN
+            NULL;
+        END;
+    END LOOP;
+END $$;
+CREATE TRIGGER hang BEFORE DELETE ON stuck FOR EACH ROW EXECUTE FUNCTION public.hang();
+INSERT INTO stuck (message_id, claimed_at) VALUES ('old', now() - interval '2 hours');
+});
+$log_offset = -s $node->logfile;
+ok(within(120, 'postgres',
+		q{SELECT count(*) = 1 FROM pg_stat_activity
+		   WHERE datname = 'hostile' AND wait_event = 'PgSleep'}),
+	'the purge worker runs the hostile trigger');
+insert_expired($_, 'after-hostile', 100) foreach @inbox_dbs;
+foreach my $db (@inbox_dbs)
+{
+	ok(purged_within(240, $db, 'after-hostile'),
+		"$db: purged again after a worker was held by a trigger that swallows its cancel");
+}
+ok($node->log_contains(qr/purge worker ended its visit to database \d+ after 95 s/, $log_offset),
+	'the held worker was ended at its hard limit, and said why');
+my ($rc, $out, $err) = $node->psql('postgres', 'DROP DATABASE hostile', timeout => 240);
+is($rc, 0, 'DROP DATABASE of the hostile database goes through');
+
 $node->stop;
 done_testing();
