@@ -463,12 +463,12 @@ direct_access_wait(Relation heap, const DirtyWait *wait, ItemPointer tid)
 }
 
 /*
- * What a speculative insertion needs around it: executor state, the table's
- * indexes opened for insertion, and a slot to build rows in, for one row.  The
- * caller has locked rel and keeps it open for as long.
+ * Executor state, rel's indexes opened for insertion and a slot, for
+ * direct_insert_begin and direct_insert_begin_kept: kept, the slot has a row
+ * type of its own and the indexes are remembered by OID.
  */
-void
-direct_insert_begin(DirectInsert *di, Relation rel)
+static void
+insert_state_open(DirectInsert *di, Relation rel, bool kept)
 {
 	MemoryContext old;
 
@@ -478,9 +478,30 @@ direct_insert_begin(DirectInsert *di, Relation rel)
 	di->rri = makeNode(ResultRelInfo);
 	InitResultRelInfo(di->rri, rel, 1, NULL, 0);
 	ExecOpenIndices(di->rri, true);
-	di->slot = table_slot_create(rel, NULL);
 	di->indexids = NULL;
+	if (kept)
+	{
+		int			n = di->rri->ri_NumIndices;
+
+		di->indexids = palloc(sizeof(Oid) * Max(n, 1));
+		for (int i = 0; i < n; i++)
+			di->indexids[i] = RelationGetRelid(di->rri->ri_IndexRelationDescs[i]);
+		di->slot = MakeSingleTupleTableSlot(CreateTupleDescCopy(RelationGetDescr(rel)),
+											table_slot_callbacks(rel));
+	}
+	else
+		di->slot = table_slot_create(rel, NULL);
 	MemoryContextSwitchTo(old);
+}
+
+/*
+ * What a speculative insertion needs around it, for one row.  The caller has
+ * locked rel and keeps it open for as long.
+ */
+void
+direct_insert_begin(DirectInsert *di, Relation rel)
+{
+	insert_state_open(di, rel, false);
 }
 
 void
@@ -495,29 +516,14 @@ direct_insert_end(DirectInsert *di)
  * The same state, for a caller that keeps it across rows without holding rel
  * and its indexes in between (held_inbox.c): a relation this session has open
  * refuses DDL (CheckTableNotInUse), which the statement's own AFTER triggers may
- * well run.  The slot has a row type of its own, which pins nothing, and the
- * indexes are remembered by OID, to be taken again by direct_insert_attach.  The
- * state is attached (rel and its indexes held) when this returns.
+ * well run.  The slot's row type pins nothing, and the indexes are taken again
+ * by direct_insert_attach.  The state is attached (rel and its indexes held)
+ * when this returns.
  */
 void
 direct_insert_begin_kept(DirectInsert *di, Relation rel)
 {
-	MemoryContext old;
-	int			n;
-
-	di->rel = rel;
-	di->estate = CreateExecutorState();
-	old = MemoryContextSwitchTo(di->estate->es_query_cxt);
-	di->rri = makeNode(ResultRelInfo);
-	InitResultRelInfo(di->rri, rel, 1, NULL, 0);
-	ExecOpenIndices(di->rri, true);
-	n = di->rri->ri_NumIndices;
-	di->indexids = palloc(sizeof(Oid) * Max(n, 1));
-	for (int i = 0; i < n; i++)
-		di->indexids[i] = RelationGetRelid(di->rri->ri_IndexRelationDescs[i]);
-	di->slot = MakeSingleTupleTableSlot(CreateTupleDescCopy(RelationGetDescr(rel)),
-										table_slot_callbacks(rel));
-	MemoryContextSwitchTo(old);
+	insert_state_open(di, rel, true);
 }
 
 /* Let go of rel and its indexes until the next row; their locks stay. */

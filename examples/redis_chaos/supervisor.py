@@ -55,8 +55,10 @@ class Supervisor:
                 if time.monotonic() > deadline:
                     raise ConsumerFailed(f"the consumers did not finish within {timeout:.0f} s")
                 self._restart_the_dead()
-                if self.kills_left and time.monotonic() >= next_kill:
-                    self._kill_one()
+                # A kill that finds no consumer worth killing (all just restarted, or
+                # done) is tried again at the next poll, not a whole gap later: a short
+                # run would otherwise end with no random kill at all.
+                if self.kills_left and time.monotonic() >= next_kill and self._kill_one():
                     next_kill = time.monotonic() + self.rng.uniform(*KILL_GAP)
                 time.sleep(POLL)
         finally:
@@ -96,8 +98,10 @@ class Supervisor:
         victims = [c for key, c in sorted(self.consumers.items())
                    if now - c.started >= MIN_UPTIME and c.proc.poll() is None
                    and not broker.group_done(self.r, key)]
-        if victims:
-            victim = self.rng.choice(victims)
-            os.kill(victim.proc.pid, signal.SIGKILL)
-            self.killed[victim.design_key] += 1
-            self.kills_left -= 1
+        if not victims:
+            return False
+        victim = self.rng.choice(victims)
+        os.kill(victim.proc.pid, signal.SIGKILL)
+        self.killed[victim.design_key] += 1
+        self.kills_left -= 1
+        return True
