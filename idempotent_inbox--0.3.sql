@@ -682,13 +682,15 @@ CREATE TABLE inbox.positions (
     topic       pg_catalog.text NOT NULL,
     "partition" pg_catalog.int4 NOT NULL
                 CONSTRAINT positions_partition_check CHECK ("partition" OPERATOR(pg_catalog.>=) 0),
-    "offset"    pg_catalog.int8 NOT NULL
+    "offset"    pg_catalog.int8
                 CONSTRAINT positions_offset_check CHECK ("offset" OPERATOR(pg_catalog.>=) 0),
     advanced_at pg_catalog.timestamptz NOT NULL DEFAULT pg_catalog.now(),
+    generation  pg_catalog.int8
+                CONSTRAINT positions_generation_check CHECK (generation OPERATOR(pg_catalog.>=) 0),
     PRIMARY KEY (inbox, topic, "partition")
 );
 COMMENT ON TABLE inbox.positions IS
-    'the last offset applied per inbox, topic and partition; written only by advance';
+    'per inbox, topic and partition: the offset up to which every message is applied (NULL: none yet) and the fencing generation; written only by advance, claim_offset and fence';
 SELECT pg_catalog.pg_extension_config_dump('inbox.positions', '');
 
 CREATE FUNCTION inbox.advance(inbox pg_catalog.regclass, topic pg_catalog.text,
@@ -703,16 +705,112 @@ CREATE FUNCTION inbox.position(inbox pg_catalog.regclass, topic pg_catalog.text,
 RETURNS pg_catalog.int8 AS 'MODULE_PATHNAME', 'inbox_position'
 LANGUAGE C STABLE PARALLEL UNSAFE;
 COMMENT ON FUNCTION inbox.position(pg_catalog.regclass, pg_catalog.text, pg_catalog.int4) IS
-    'the last offset applied for the partition, or NULL if none: seek to the next one after a restart';
+    'the watermark of the partition: every offset up to it is applied (NULL if none); seek to the next one after a restart';
+
+/*
+ * Gaps (0.3): offsets completed above a partition's watermark, one row each, by
+ * consumers that finish a partition's messages out of order (claim_offset).  The
+ * completion of the offset just after the watermark moves it past every
+ * contiguous entry here and deletes them; "previous" is the offset delivered
+ * before this one, so that a partition whose offsets skip (compaction, Kafka's
+ * transaction markers) still closes up.  At most
+ * idempotent_inbox.max_completed_offsets entries per partition.
+ */
+CREATE TABLE inbox.completed_offsets (
+    inbox        pg_catalog.regclass NOT NULL,
+    topic        pg_catalog.text NOT NULL,
+    "partition"  pg_catalog.int4 NOT NULL,
+    "offset"     pg_catalog.int8 NOT NULL
+                 CONSTRAINT completed_offsets_offset_check CHECK ("offset" OPERATOR(pg_catalog.>=) 0),
+    previous     pg_catalog.int8 NOT NULL
+                 CONSTRAINT completed_offsets_previous_check
+                 CHECK (previous OPERATOR(pg_catalog.>=) -1 AND previous OPERATOR(pg_catalog.<) "offset"),
+    completed_at pg_catalog.timestamptz NOT NULL DEFAULT pg_catalog.now(),
+    PRIMARY KEY (inbox, topic, "partition", "offset")
+);
+COMMENT ON TABLE inbox.completed_offsets IS
+    'offsets applied above the watermark of their partition; written only by claim_offset and advance';
+SELECT pg_catalog.pg_extension_config_dump('inbox.completed_offsets', '');
+
+/*
+ * Each partition's watermark: the stored offset, moved past the entries above it
+ * that follow on without a gap.  The completion that closes a gap moves the
+ * stored offset itself, unless another transaction's entry it follows on from was
+ * not committed yet; the next completion then moves it.  So readers take the
+ * watermark from here.  Not for PUBLIC: inbox.streams filters it by the caller's
+ * rights.  A break is an entry whose previous offset is past the entry before it
+ * (or the stored offset); brk counts the breaks so far.
+ */
+CREATE VIEW inbox.partition_progress AS
+    SELECT p.inbox, p.topic, p."partition",
+           p."offset" AS stored_offset,
+           COALESCE(s.absorbed, p."offset") AS watermark,
+           p.generation, p.advanced_at,
+           s.completed_above, s.gaps, s.completed
+      FROM inbox.positions p,
+           LATERAL (SELECT pg_catalog.max(y."offset") FILTER (WHERE y.brk OPERATOR(pg_catalog.=) 0) AS absorbed,
+                           pg_catalog.count(*) FILTER (WHERE y.brk OPERATOR(pg_catalog.>) 0) AS completed_above,
+                           COALESCE(pg_catalog.max(y.brk), 0) AS gaps,
+                           COALESCE(pg_catalog.array_agg(y."offset" ORDER BY y."offset")
+                                    FILTER (WHERE y.brk OPERATOR(pg_catalog.>) 0),
+                                    '{}') AS completed
+                      FROM (SELECT x."offset", pg_catalog.sum(x.b) OVER (ORDER BY x."offset") AS brk
+                              FROM (SELECT c."offset",
+                                           (c.previous OPERATOR(pg_catalog.>)
+                                            COALESCE(pg_catalog.lag(c."offset") OVER (ORDER BY c."offset"),
+                                                     p."offset", -1))::pg_catalog.int4 AS b
+                                      FROM inbox.completed_offsets c
+                                     WHERE c.inbox OPERATOR(pg_catalog.=) p.inbox
+                                       AND c.topic OPERATOR(pg_catalog.=) p.topic
+                                       AND c."partition" OPERATOR(pg_catalog.=) p."partition"
+                                       AND c."offset" OPERATOR(pg_catalog.>) COALESCE(p."offset", -1)) x) y) s;
+COMMENT ON VIEW inbox.partition_progress IS
+    'every partition''s watermark, generation and offsets completed above it, for the extension''s functions';
 
 -- Everyone sees the positions of the inboxes they may read.
 -- has_table_privilege is NULL for a table that no longer exists: such rows are skipped.
 CREATE VIEW inbox.streams WITH (security_barrier) AS
-    SELECT p.inbox, p.topic, p."partition", p."offset", p.advanced_at
-      FROM inbox.positions p
+    SELECT p.inbox, p.topic, p."partition", p.watermark AS "offset", p.advanced_at,
+           p.generation, p.completed_above, p.gaps
+      FROM inbox.partition_progress p
      WHERE pg_catalog.has_table_privilege(p.inbox::pg_catalog.oid, 'SELECT');
-COMMENT ON VIEW inbox.streams IS 'stored positions of the partitions of the inboxes you may read';
+COMMENT ON VIEW inbox.streams IS
+    'the partitions of the inboxes you may read: watermark, fencing generation, offsets completed above the watermark and the gaps between them';
 GRANT SELECT ON inbox.streams TO PUBLIC;
+
+-- Generations (0.3): fencing a partition against a consumer that lost it.
+CREATE FUNCTION inbox.advance(inbox pg_catalog.regclass, topic pg_catalog.text,
+                              "partition" pg_catalog.int4, "offset" pg_catalog.int8,
+                              generation pg_catalog.int8)
+RETURNS boolean AS 'MODULE_PATHNAME', 'inbox_advance'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION inbox.advance(pg_catalog.regclass, pg_catalog.text, pg_catalog.int4, pg_catalog.int8, pg_catalog.int8) IS
+    'advance, refused (55I02) if the partition belongs to a newer generation; a newer one takes it over';
+
+CREATE FUNCTION inbox.fence(inbox pg_catalog.regclass, topic pg_catalog.text,
+                            "partition" pg_catalog.int4, generation pg_catalog.int8)
+RETURNS boolean AS 'MODULE_PATHNAME', 'inbox_fence'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION inbox.fence(pg_catalog.regclass, pg_catalog.text, pg_catalog.int4, pg_catalog.int8) IS
+    'hold the partition for generation until commit, before claims: true if it took the partition over, false if it had it; 55I02 if a newer generation has it';
+
+CREATE FUNCTION inbox.claim_offset(inbox pg_catalog.regclass, topic pg_catalog.text,
+                                   "partition" pg_catalog.int4, "offset" pg_catalog.int8,
+                                   generation pg_catalog.int8 DEFAULT NULL,
+                                   previous pg_catalog.int8 DEFAULT NULL)
+RETURNS boolean AS 'MODULE_PATHNAME', 'inbox_claim_offset'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION inbox.claim_offset(pg_catalog.regclass, pg_catalog.text, pg_catalog.int4, pg_catalog.int8, pg_catalog.int8, pg_catalog.int8) IS
+    'record one offset as applied in this transaction, in any order: true if fresh, false if at or below the watermark or completed already';
+
+CREATE FUNCTION inbox.resume_points(inbox pg_catalog.regclass, topic pg_catalog.text,
+                                    OUT "partition" pg_catalog.int4, OUT "offset" pg_catalog.int8,
+                                    OUT seek_to pg_catalog.int8, OUT generation pg_catalog.int8,
+                                    OUT completed pg_catalog.int8[])
+RETURNS SETOF record AS 'MODULE_PATHNAME', 'inbox_resume_points'
+LANGUAGE C STABLE PARALLEL UNSAFE;
+COMMENT ON FUNCTION inbox.resume_points(pg_catalog.regclass, pg_catalog.text) IS
+    'every stored partition of the topic: watermark, where to seek, generation, and the offsets completed above the watermark (skip them)';
 
 CREATE FUNCTION inbox.dedup_trigger()
 RETURNS trigger AS 'MODULE_PATHNAME', 'inbox_dedup_trigger'

@@ -158,17 +158,21 @@ SELECT line AS only_in_updated_0_1 FROM (:describe) s(line)
 EXCEPT SELECT line FROM unnest(string_to_array(:'fresh', E'\x1e')) line ORDER BY 1;
 RESET search_path;
 
--- Every row kept: both lists are empty.  (shard_key is new, and NULL: counted above.)
+-- Every row kept: both lists are empty.  (shard_key and a position's generation are
+-- new, and NULL: counted above and below.)
 CREATE TEMP TABLE after_update AS
 SELECT 'registry' AS source, to_jsonb(r) - 'created_at' - 'shard_key' || jsonb_build_object('created_at', r.created_at::text) AS row
   FROM inbox.registry r
-UNION ALL SELECT 'positions', to_jsonb(p) FROM inbox.positions p
+UNION ALL SELECT 'positions', to_jsonb(p) - 'generation' FROM inbox.positions p
 UNION ALL SELECT 'by_text', to_jsonb(t) FROM app.by_text t
 UNION ALL SELECT 'by_uuid', to_jsonb(t) FROM app.by_uuid t
 UNION ALL SELECT 'by_bigint', to_jsonb(t) FROM app.by_bigint t
 UNION ALL SELECT 'shipments', to_jsonb(t) FROM app.shipments t
 UNION ALL SELECT 'sink', to_jsonb(t) FROM app.sink t
 UNION ALL SELECT 'lease_tokens', jsonb_build_object('last_value', last_value) FROM inbox.lease_tokens;
+SELECT count(*) AS positions, count(generation) AS with_generation,
+       (SELECT count(*) FROM inbox.completed_offsets) AS completed_offsets
+  FROM inbox.positions;
 SELECT source, row AS lost FROM (SELECT * FROM app.snapshot EXCEPT ALL SELECT * FROM after_update) s ORDER BY 1, 2;
 SELECT source, row AS gained FROM (SELECT * FROM after_update EXCEPT ALL SELECT * FROM app.snapshot) s ORDER BY 1, 2;
 

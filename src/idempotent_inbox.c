@@ -16,6 +16,7 @@
 #include "row_values.h"
 #include "shape_cache.h"
 #include "statement_cache.h"
+#include "stream_gaps.h"
 #include "stats.h"
 #include "untyped_params.h"
 
@@ -33,6 +34,7 @@ _PG_init(void)
 	shape_cache_init();
 	adaptive_init();
 	untyped_params_init();
+	stream_gaps_init();
 
 	/* Shared memory and the background worker exist only when preloaded. */
 	stats_init();

@@ -463,8 +463,8 @@ inbox_set_retention(PG_FUNCTION_ARGS)
 }
 
 /*
- * The sql_drop event trigger: forget the registry rows and stream positions of
- * dropped tables.  It finds both tables in its own schema when it runs, as every
+ * The sql_drop event trigger: forget the registry rows, stream positions and
+ * completed offsets of dropped tables.  It finds both tables in its own schema when it runs, as every
  * function of the extension does: a PL/pgSQL body would keep the name the
  * schema had when it was created, so that after ALTER SCHEMA inbox RENAME every
  * DROP TABLE in the database failed, and a table made under the old name would
@@ -474,7 +474,8 @@ PG_FUNCTION_INFO_V1(inbox_forget_dropped_inboxes);
 Datum
 inbox_forget_dropped_inboxes(PG_FUNCTION_ARGS)
 {
-	static const char *const tables[][2] = {{"registry", "relid"}, {"positions", "inbox"}};
+	static const char *const tables[][2] = {{"registry", "relid"}, {"positions", "inbox"},
+	{"completed_offsets", "inbox"}};
 	Oid			nspid;
 	char	   *schema;
 
