@@ -32,6 +32,8 @@ INSERT INTO calls VALUES
   ('inbox.acquire(%s, ''k'', ''1 minute'')'), ('inbox.finish(%s, ''k'', 1, ''{}''::jsonb)'),
   ('inbox.release(%s, ''k'', 1)'), ('inbox.live_counters(%s)'), ('inbox.oldest_claim(%s)'),
   ('inbox.advance(%s, ''t'', 0, 1)'), ('inbox.position(%s, ''t'', 0)'),
+  ('inbox.advance(%s, ''t'', 0, 1, 1)'), ('inbox.claim_offset(%s, ''t'', 0, 1)'),
+  ('inbox.fence(%s, ''t'', 0, 1)'), ('inbox.resume_points(%s, ''t'')'),
   ('inbox.claim_sharded(%s, 1, ''m'')'), ('inbox.claim_many_sharded(%s, 1, ARRAY[''m''])'),
   ('inbox.claim_apply_sharded(%s, 1, ''m'', ''SELECT 1'')'),
   ('inbox.claim_apply_many(%s, ARRAY[''m''], ''SELECT 1'')');

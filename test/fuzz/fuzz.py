@@ -396,6 +396,8 @@ REENTRY = [
     ("try_claim_same_id", "PERFORM inbox.try_claim('fz.r', NEW.message_id)"),
     ("claim_many", "PERFORM inbox.claim_many('fz.r', ARRAY[NEW.message_id || '-m', NEW.message_id])"),
     ("advance", "PERFORM inbox.advance('fz.r', 'topic', 0, length(NEW.message_id))"),
+    ("claim_offset", "PERFORM inbox.claim_offset('fz.r', 'topic', 1, length(NEW.message_id), 1)"),
+    ("fence_takeover", "PERFORM inbox.fence('fz.r', 'topic', 2, length(NEW.message_id))"),
     ("complete", "PERFORM inbox.complete('fz.r', NEW.message_id, '{\"r\": 1}')"),
     ("result", "PERFORM inbox.result('fz.r', NEW.message_id)"),
     ("grant_revoke", "GRANT SELECT ON fz.r TO PUBLIC; REVOKE SELECT ON fz.r FROM PUBLIC"),
