@@ -59,25 +59,34 @@ stream_gaps_init(void)
 }
 
 /*
- * Move the stored offset to the watermark partition_progress computes, and
- * forget the entries it passed.  In this order, as every mover does: the
- * partition's row first, so that movers wait for each other there and never for
- * an entry another mover deletes.
+ * Move the stored offset up to watermark, and forget the entries it passed.  In
+ * this order, as every mover does: the partition's row first, so that movers wait
+ * for each other there and never for an entry another mover deletes.
  */
+static void
+move_watermark(FunctionCallInfo fcinfo, const StreamKey *key, bool has_stored, int64 stored,
+			   bool has_watermark, int64 watermark)
+{
+	if (!has_watermark || (has_stored && stored >= watermark))
+		return;
+	stream_execute(fcinfo, STREAM_MOVE, key, Int64GetDatum(watermark), false, (Datum) 0, false);
+	stream_execute(fcinfo, STREAM_FORGET_BELOW, key, Int64GetDatum(watermark), false, (Datum) 0, false);
+}
+
+/* Where partition_progress computes the watermark now, move the stored offset. */
 void
 stream_close_gaps(FunctionCallInfo fcinfo, const StreamKey *key)
 {
 	int64		stored = -1;
-	int64		watermark;
+	int64		watermark = -1;
+	bool		has_stored;
+	bool		has_watermark;
 
 	if (stream_execute(fcinfo, STREAM_PROGRESS, key, (Datum) 0, true, (Datum) 0, false) == 0)
 		return;
-	if (!stream_result_int8(2, &watermark))
-		return;
-	if (stream_result_int8(1, &stored) && stored >= watermark)
-		return;
-	stream_execute(fcinfo, STREAM_MOVE, key, Int64GetDatum(watermark), false, (Datum) 0, false);
-	stream_execute(fcinfo, STREAM_FORGET_BELOW, key, Int64GetDatum(watermark), false, (Datum) 0, false);
+	has_stored = stream_result_int8(1, &stored);
+	has_watermark = stream_result_int8(2, &watermark);
+	move_watermark(fcinfo, key, has_stored, stored, has_watermark, watermark);
 }
 
 /* Refuse an offset too far above the watermark when the set is full. */
@@ -112,24 +121,33 @@ check_room(FunctionCallInfo fcinfo, const StreamKey *key, const PartitionHold *h
  * Record offset above the watermark: false if it is there already.  The insert
  * can also succeed for an offset just passed: a transaction that moved the
  * watermark past it deleted its entry and committed while this one waited on
- * that entry.  What it committed says so.
+ * that entry.  What it committed says so.  Then move the watermark, if the new
+ * entry (or one committed since) closes a gap.
  */
 static bool
 record_entry(FunctionCallInfo fcinfo, const StreamKey *key, const PartitionHold *hold,
 			 int64 offset, int64 previous)
 {
-	int64		stored;
+	int64		stored = -1;
+	int64		watermark = -1;
+	bool		has_stored;
+	bool		has_watermark;
 
 	check_room(fcinfo, key, hold, offset);
 	if (stream_execute(fcinfo, STREAM_ENTRY_INSERT, key, Int64GetDatum(offset), false,
 					   Int64GetDatum(previous), false) == 0)
 		return false;
-	if (stream_execute(fcinfo, STREAM_PROGRESS, key, (Datum) 0, true, (Datum) 0, true) == 1 &&
-		stream_result_int8(1, &stored) && offset <= stored)
+	/* The row is held by this transaction: only a superuser's own DELETE takes it. */
+	if (stream_execute(fcinfo, STREAM_PROGRESS, key, (Datum) 0, true, (Datum) 0, true) == 0)
+		return true;
+	has_stored = stream_result_int8(1, &stored);
+	has_watermark = stream_result_int8(2, &watermark);
+	if (has_stored && offset <= stored)
 	{
 		stream_execute(fcinfo, STREAM_ENTRY_DELETE, key, Int64GetDatum(offset), false, (Datum) 0, false);
 		return false;
 	}
+	move_watermark(fcinfo, key, has_stored, stored, has_watermark, watermark);
 	return true;
 }
 
@@ -167,8 +185,6 @@ inbox_claim_offset(PG_FUNCTION_ARGS)
 	stream_hold(fcinfo, &key, has_generation, generation, &hold);
 	fresh = !(hold.has_offset && offset <= hold.offset) &&
 		record_entry(fcinfo, &key, &hold, offset, previous);
-	if (fresh)
-		stream_close_gaps(fcinfo, &key);
 	SPI_finish();
 
 	stats_count(inbox, fresh ? COUNT_CLAIMS : COUNT_DUPLICATES, 1);
