@@ -219,15 +219,15 @@ advance_direct(StreamPlans *p, Datum *keys, int64 offset)
  * already, and those the new offset passes are forgotten.
  */
 static bool
-advance_sql(FunctionCallInfo fcinfo, const StreamKey *key, bool has_generation,
-			int64 generation, int64 offset)
+advance_sql(FunctionCallInfo fcinfo, const OffsetCall *call)
 {
-	Datum		value = Int64GetDatum(offset);
+	const StreamKey *key = &call->key;
+	Datum		value = Int64GetDatum(call->offset);
 	PartitionHold hold;
 
-	if (stream_plans(fcinfo)->legacy && !has_generation)
+	if (stream_plans(fcinfo)->legacy && !call->has_generation)
 		return stream_execute(fcinfo, STREAM_ADVANCE, key, value, false, (Datum) 0, false) == 1;
-	stream_hold(fcinfo, key, has_generation, generation, &hold);
+	stream_hold(fcinfo, key, call->has_generation, call->generation, &hold);
 	if (stream_execute(fcinfo, STREAM_ENTRY_EXISTS, key, value, false, (Datum) 0, false) == 1)
 		return false;
 	if (stream_execute(fcinfo, STREAM_ADVANCE, key, value, false, (Datum) 0, false) == 0)
@@ -241,28 +241,21 @@ PG_FUNCTION_INFO_V1(inbox_advance);
 Datum
 inbox_advance(PG_FUNCTION_ARGS)
 {
-	InboxInfo  *inbox = registry_lookup(fcinfo, 0, AccessShareLock, ACL_INSERT);
-	StreamKey	key;
-	int64		offset;
-	int64		generation = 0;
-	bool		has_generation;
+	OffsetCall	call;
 	bool		advanced;
 	AdvanceResult direct = ADVANCE_UNAVAILABLE;
 
-	stream_key_args(fcinfo, inbox, &key);
-	offset = stream_counter_arg(fcinfo, 3, "offset");
-	has_generation = stream_generation_arg(fcinfo, 4, &generation);
-
+	stream_offset_call(fcinfo, &call);
 	spi_connect();				/* the plans are SPI plans, made on first use */
-	if (!has_generation)
-		direct = advance_direct(stream_plans(fcinfo), key.values, offset);
+	if (!call.has_generation)
+		direct = advance_direct(stream_plans(fcinfo), call.key.values, call.offset);
 	if (direct != ADVANCE_UNAVAILABLE)
 		advanced = direct == ADVANCE_MOVED;
 	else
-		advanced = advance_sql(fcinfo, &key, has_generation, generation, offset);
+		advanced = advance_sql(fcinfo, &call);
 	SPI_finish();
 
-	stats_count(inbox, advanced ? COUNT_CLAIMS : COUNT_DUPLICATES, 1);
+	stats_count(call.key.inbox, advanced ? COUNT_CLAIMS : COUNT_DUPLICATES, 1);
 	PG_RETURN_BOOL(advanced);
 }
 

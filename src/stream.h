@@ -56,6 +56,15 @@ typedef struct StreamKey
 	Datum		values[POSITION_KEYS];
 } StreamKey;
 
+/* advance's and claim_offset's first arguments: the partition, an offset, a generation. */
+typedef struct OffsetCall
+{
+	StreamKey	key;
+	int64		offset;
+	bool		has_generation;
+	int64		generation;
+} OffsetCall;
+
 /* What the calling transaction holds of a partition (stream_hold). */
 typedef struct PartitionHold
 {
@@ -68,6 +77,7 @@ extern StreamPlans *stream_plans(FunctionCallInfo fcinfo);
 extern void stream_key_args(FunctionCallInfo fcinfo, InboxInfo *inbox, StreamKey *key);
 extern int64 stream_counter_arg(FunctionCallInfo fcinfo, int argno, const char *name);
 extern bool stream_generation_arg(FunctionCallInfo fcinfo, int argno, int64 *generation);
+extern void stream_offset_call(FunctionCallInfo fcinfo, OffsetCall *call);
 extern uint64 stream_execute(FunctionCallInfo fcinfo, StreamStatement statement,
 							 const StreamKey *key, Datum arg4, bool arg4_null,
 							 Datum arg5, bool latest);

@@ -155,39 +155,33 @@ PG_FUNCTION_INFO_V1(inbox_claim_offset);
 Datum
 inbox_claim_offset(PG_FUNCTION_ARGS)
 {
-	InboxInfo  *inbox = registry_lookup(fcinfo, 0, AccessShareLock, ACL_INSERT);
-	StreamKey	key;
-	int64		offset;
-	int64		generation = 0;
-	bool		has_generation;
+	OffsetCall	call;
 	int64		previous;
 	PartitionHold hold;
 	bool		fresh;
 
-	stream_key_args(fcinfo, inbox, &key);
-	offset = stream_counter_arg(fcinfo, 3, "offset");
-	has_generation = stream_generation_arg(fcinfo, 4, &generation);
-	previous = offset - 1;
+	stream_offset_call(fcinfo, &call);
+	previous = call.offset - 1;
 	if (!PG_ARGISNULL(5))
 	{
 		previous = PG_GETARG_INT64(5);
-		if (previous < -1 || previous >= offset)
+		if (previous < -1 || previous >= call.offset)
 			ereport(ERROR,
 					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 					 errmsg("previous must be below offset and at least -1"),
 					 errdetail("The offset given is " INT64_FORMAT " and previous " INT64_FORMAT ".",
-							   offset, previous),
+							   call.offset, previous),
 					 errhint("previous is the offset delivered before this one in the partition, "
 							 "or -1 if none was.")));
 	}
 
 	spi_connect();
-	stream_hold(fcinfo, &key, has_generation, generation, &hold);
-	fresh = !(hold.has_offset && offset <= hold.offset) &&
-		record_entry(fcinfo, &key, &hold, offset, previous);
+	stream_hold(fcinfo, &call.key, call.has_generation, call.generation, &hold);
+	fresh = !(hold.has_offset && call.offset <= hold.offset) &&
+		record_entry(fcinfo, &call.key, &hold, call.offset, previous);
 	SPI_finish();
 
-	stats_count(inbox, fresh ? COUNT_CLAIMS : COUNT_DUPLICATES, 1);
+	stats_count(call.key.inbox, fresh ? COUNT_CLAIMS : COUNT_DUPLICATES, 1);
 	PG_RETURN_BOOL(fresh);
 }
 

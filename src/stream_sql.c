@@ -277,6 +277,21 @@ stream_generation_arg(FunctionCallInfo fcinfo, int argno, int64 *generation)
 }
 
 /*
+ * The inbox (argument 0, which the caller may write), partition, offset and
+ * generation of advance and claim_offset.
+ */
+void
+stream_offset_call(FunctionCallInfo fcinfo, OffsetCall *call)
+{
+	InboxInfo  *inbox = registry_lookup(fcinfo, 0, AccessShareLock, ACL_INSERT);
+
+	stream_key_args(fcinfo, inbox, &call->key);
+	call->offset = stream_counter_arg(fcinfo, 3, "offset");
+	call->generation = 0;
+	call->has_generation = stream_generation_arg(fcinfo, 4, &call->generation);
+}
+
+/*
  * Run a statement on the partition with the owner's rights; arg4 and arg5 are
  * $4 and $5 where it has them.  latest reads what is committed now, also under
  * REPEATABLE READ: a generation or a watermark moved by a transaction that
