@@ -31,6 +31,9 @@ ALTER EXTENSION idempotent_inbox UPDATE TO '0.2';
 ALTER EXTENSION idempotent_inbox UPDATE TO '0.3';
 SELECT inbox.create_sharded_inbox('app.by_account', 'account_id', 'bigint');
 SELECT inbox.claim_sharded('app.by_account', 7, 'p1');
+-- A fenced partition with offsets completed above its watermark, after the update.
+SELECT inbox.fence('app.offsets', 'group', 0, 4);
+SELECT inbox.claim_offset('app.offsets', 'group', 0, o, 4) FROM unnest(ARRAY[0, 1, 3, 4]) o;
 });
 
 $node->command_ok([ 'pg_dump', '-d', 'source', '-f', "$dumpdir/updated.sql" ],
@@ -71,6 +74,21 @@ is( $node->safe_psql(
 SELECT inbox.claim_sharded('app.by_account', 7, 'p1'), inbox.claim_sharded('app.by_account', 8, 'p1')}),
 	'f|t',
 	'restored: a sharded inbox keeps its claims, keyed by shard key and id');
+
+my $groups = q{SELECT "partition", "offset", seek_to, generation, completed
+                 FROM inbox.resume_points('app.offsets', 'group')};
+is($node->safe_psql('restored', $groups), '0|1|2|4|{3,4}',
+	'restored: the watermark, generation and offsets completed above it');
+is($node->safe_psql('restored', $groups), $node->safe_psql('source', $groups),
+	'restored and source agree on the partition');
+is( $node->safe_psql(
+		'restored', q{
+SELECT inbox.claim_offset('app.offsets', 'group', 0, 3, 4), inbox.claim_offset('app.offsets', 'group', 0, 2, 4),
+       inbox.position('app.offsets', 'group', 0)}),
+	'f|t|4',
+	'restored: a completed offset is a duplicate, the gap closes');
+my ($rc, $out, $err) = $node->psql('restored', q{SELECT inbox.claim_offset('app.offsets', 'group', 0, 9, 3)});
+like($err, qr/belongs to generation 4/, 'restored: the generation still fences the partition');
 
 $node->stop;
 done_testing();
