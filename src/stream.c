@@ -169,7 +169,7 @@ advance_direct(StreamPlans *p, Datum *keys, int64 offset)
 	/* As INSERT ... ON CONFLICT DO UPDATE refuses, before it looks at a row. */
 	CheckCmdReplicaIdentity(rel, CMD_UPDATE);
 	if (!direct_access_possible(rel, every_position_column,
-								Min(lengthof(every_position_column), RelationGetNumberOfAttributes(rel))))
+								Min((int) lengthof(every_position_column), RelationGetNumberOfAttributes(rel))))
 	{
 		table_close(rel, NoLock);
 		return ADVANCE_UNAVAILABLE;
