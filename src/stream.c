@@ -224,16 +224,23 @@ advance_sql(FunctionCallInfo fcinfo, const OffsetCall *call)
 	const StreamKey *key = &call->key;
 	Datum		value = Int64GetDatum(call->offset);
 	PartitionHold hold;
+	bool		has_entries;
+	bool		isnull;
 
 	if (stream_plans(fcinfo)->legacy && !call->has_generation)
 		return stream_execute(fcinfo, STREAM_ADVANCE, key, value, false, (Datum) 0, false) == 1;
 	stream_hold(fcinfo, key, call->has_generation, call->generation, &hold);
-	if (stream_execute(fcinfo, STREAM_ENTRY_EXISTS, key, value, false, (Datum) 0, false) == 1)
-		return false;
+	has_entries = stream_execute(fcinfo, STREAM_ENTRY_PEEK, key, value, false, (Datum) 0, false) == 1;
+	if (has_entries && DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull)))
+		return false;			/* completed out of order already */
 	if (stream_execute(fcinfo, STREAM_ADVANCE, key, value, false, (Datum) 0, false) == 0)
 		return false;
-	stream_execute(fcinfo, STREAM_FORGET_BELOW, key, value, false, (Datum) 0, false);
-	stream_close_gaps(fcinfo, key);
+	/* With no entries there is nothing to forget or to close up. */
+	if (has_entries)
+	{
+		stream_execute(fcinfo, STREAM_FORGET_BELOW, key, value, false, (Datum) 0, false);
+		stream_close_gaps(fcinfo, key);
+	}
 	return true;
 }
 

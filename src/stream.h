@@ -25,7 +25,7 @@ typedef enum StreamStatement
 	STREAM_SET_GENERATION,
 	STREAM_PROGRESS,			/* stored offset and watermark */
 	STREAM_ENTRY_INSERT,		/* one offset completed above the watermark */
-	STREAM_ENTRY_EXISTS,
+	STREAM_ENTRY_PEEK,			/* is the offset an entry, or is any? */
 	STREAM_ENTRY_DELETE,
 	STREAM_ENTRIES_COUNT,		/* entries above $4, counted up to $5 */
 	STREAM_MOVE,				/* the stored offset up to $4 */

@@ -64,8 +64,10 @@ static const struct
 	[STREAM_ENTRY_INSERT] = {5,
 		"INSERT INTO @C (inbox, topic, \"partition\", \"offset\", previous) "
 		"VALUES ($1, $2, $3, $4, $5) ON CONFLICT (inbox, topic, \"partition\", \"offset\") DO NOTHING"},
-	[STREAM_ENTRY_EXISTS] = {4,
-		"SELECT FROM @C WHERE " PARTITION_IS " AND \"offset\" OPERATOR(pg_catalog.=) $4"},
+	/* Is offset $4 an entry (true first), or is there any (false)?  No row: none. */
+	[STREAM_ENTRY_PEEK] = {4,
+		"SELECT \"offset\" OPERATOR(pg_catalog.=) $4 FROM @C WHERE " PARTITION_IS
+		" ORDER BY \"offset\" OPERATOR(pg_catalog.=) $4 DESC LIMIT 1"},
 	[STREAM_ENTRY_DELETE] = {4,
 		"DELETE FROM @C WHERE " PARTITION_IS " AND \"offset\" OPERATOR(pg_catalog.=) $4"},
 	[STREAM_ENTRIES_COUNT] = {5,
