@@ -7,14 +7,18 @@ On start it first takes back the entries its group left pending (XAUTOCLAIM): th
 killed predecessor had read but not acknowledged.  That is the redelivery.  Then it
 reads new entries (XREADGROUP) until it is stopped.  The entries go to the design's
 handle_batch() in batches of the design's size (one for A, B and D, a whole poll of up
-to 100 for C), and every batch is XACKed only after handle_batch() has committed.
+to 100 for C), and every batch is XACKed only after handle_batch() has committed.  E
+takes polls of 40 to handle_entries(), whose worker threads XACK each entry after its
+own COMMIT; its offset is the entry's seq field, and its generation the incarnation
+in NAME (DESIGN-INCARNATION, counted up by the supervisor at each restart).
 
 The crash plan kills the process with SIGKILL at the design's crash points (and just
 before XACK) for a CRASH_RATE share of the payments: a batch crashes at a point if any
-of its payments does, so C's crashes hit it with a whole poll in flight.  Whether a
-payment crashes at a point depends only on the seed, the design, the payment and the
-point, so a run's planned crashes can be reproduced; the supervisor adds kills at
-random times on top.
+of its payments does, so C's crashes hit it with a whole poll in flight; E's workers
+ask about their own entry only, so a crash of E hits one entry and kills the others
+wherever they are.  Whether a payment crashes at a point depends only on the seed, the
+design, the payment and the point, so a run's planned crashes can be reproduced; the
+supervisor adds kills at random times on top.
 """
 import os
 import random
@@ -36,16 +40,18 @@ class CrashPlan:
         self.batch = []
         self.redelivered = False
 
-    def __call__(self, point):
+    def __call__(self, point, batch=None):
+        """batch: the payments in flight at this point, the whole batch by default."""
+        batch = self.batch if batch is None else batch
         # A redelivered entry never crashes by plan: its plan would repeat forever.
         if self.redelivered or self.rate <= 0:
             return
-        if any(self._draw(payment, point) < self.rate for payment in self.batch):
+        if any(self._draw(payment, point) < self.rate for payment in batch):
             # Counted first: once killed, this process can tell nobody anything.
             pipe = self.r.pipeline()
             pipe.hincrby(broker.STATS, f"{self.design_key}:crash:{point}", 1)
             pipe.hincrby(broker.STATS, f"{self.design_key}:crash_in_flight:{point}",
-                         len(self.batch))
+                         len(batch))
             pipe.execute()
             os.kill(os.getpid(), signal.SIGKILL)
 
@@ -77,12 +83,24 @@ def main(design_key, name, port, seed, rate):
     conn = referee.connect(schema_of(design_key))
     group = broker.group_of(design_key)
     crash = CrashPlan(r, design_key, seed, float(rate))
+    parallel = getattr(design, "parallel", False)
+    if parallel:
+        design.start(lambda: referee.connect(schema_of(design_key)), r, broker.STATS,
+                     int(name.rsplit("-", 1)[1]), seed)
 
     def process(entries, redelivered):
         for start in range(0, len(entries), design.batch):
             batch = entries[start:start + design.batch]
             crash.batch = [Payment.from_fields(fields) for _entry_id, fields in batch]
             crash.redelivered = redelivered
+            if parallel:
+                outcomes = design.handle_entries(
+                    [(entry_id, payment, int(fields["seq"]))
+                     for (entry_id, fields), payment in zip(batch, crash.batch)],
+                    crash, lambda entry_id: r.xack(broker.STREAM, group, entry_id),
+                    redelivered)
+                count(crash.batch, outcomes, redelivered)
+                continue
             outcomes = design.handle_batch(conn, crash.batch, crash)
             count(crash.batch, outcomes, redelivered)
             crash("before_ack")

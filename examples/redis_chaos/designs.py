@@ -1,18 +1,26 @@
-"""The four consumer designs, side by side.  Each credits accounts in a schema of its own.
+"""The five consumer designs, side by side.  Each credits accounts in a schema of its own.
 
 handle_batch(conn, payments, crash) runs one delivery of a batch of payments on a
 psycopg connection whose search_path is the design's schema, and returns 'applied' or
 'duplicate' for each.  `batch` is how many entries one call gets: A, B and D handle one
 payment per transaction, C a whole poll of up to 100 in one transaction.  The consumer
 XACKs the batch after handle_batch returns, so every design acknowledges only after
-COMMIT.  crash(point) is where the chaos may SIGKILL the process: the named points (and
-before_ack, in the consumer) are the windows that matter.  A crash before COMMIT is
-harmless to every design (the server rolls the transaction back); the windows after a
-COMMIT are where the designs differ.
+COMMIT.  E is different (parallel = True): it hands a poll's entries to worker threads,
+each entry in a transaction of its own on the worker's connection, and each worker
+XACKs its entry after its COMMIT (handle_entries).  crash(point) is where the chaos may
+SIGKILL the process: the named points (and before_ack, in the consumer) are the windows
+that matter.  A crash before COMMIT is harmless to every design (the server rolls the
+transaction back); the windows after a COMMIT are where the designs differ.
 
 Every UPDATE of a balance also sets paid_by to the payments it applies: that column is
 the referee's instrument (referee.py), not part of any design.
 """
+import queue
+import random
+import time
+from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
+
 CREDIT = "UPDATE accounts SET balance = balance + %s, paid_by = ARRAY[%s] WHERE id = %s"
 
 
@@ -71,6 +79,7 @@ class Inbox:
     UPDATE ... FROM changes each row once however many payments join it."""
     key, title = "c", "C. idempotent_inbox claim_apply_many"
     batch = 100
+    inbox = True            # exact by design, not by luck
     # psycopg sends a list of str untyped: the casts type the arrays without the help
     # of the library's parse hook, which a session gets only once the library is loaded.
     CLAIM_APPLY_MANY = """
@@ -116,7 +125,126 @@ class SeparateStep(PerMessage):
         return "applied"
 
 
-DESIGNS = {d.key: d for d in (NoDedup, MemorySet, Inbox, SeparateStep)}
+class ParallelOffsets:
+    """idempotent_inbox's offsets, completed in any order: a poll's entries are shared
+    out to WORKERS threads, each with a connection of its own, and every entry is one
+    transaction: claim_offset records its offset and the payment is credited only if
+    the answer is true, and both commit together; the worker XACKs the entry after its
+    COMMIT.  The workers take the entries in a shuffled order and dawdle a little before
+    COMMIT, so offsets complete above the partition's watermark, leaving gaps below
+    them, and a SIGKILL leaves some done above gaps and others not: the partition's
+    completed offsets record exactly which.
+
+    The offset is the payment's sequence number on the stream, which the producer puts
+    in each entry (field seq: 0, 1, 2, ...; a Redis entry id is not a dense integer).
+    The producer numbers payments, not entries, so its resend of a payment carries the
+    number of the first send, and claim_offset answers false to it as to a
+    redelivery.  The stream is one partition (0) of the topic 'payments'; the
+    generation is the consumer's incarnation, which grows with each restart, so the
+    restarted consumer fences the partition against its predecessor's backends.
+
+    A restarted consumer reads inbox.resume_points: the watermark, and the offsets
+    completed above it.  A consumer could skip those without a transaction; this one
+    hands its redelivered entries to claim_offset all the same and counts whether the
+    two agree (every entry resume_points calls applied must answer false)."""
+    key = "e"
+    batch = 40              # entries per poll, shared out to the workers
+    workers = 4
+    title = f"E. claim_offset, {workers} parallel workers"
+    parallel = True
+    inbox = True
+    TOPIC, PARTITION = "payments", 0
+    JITTER = 0.003          # seconds a worker may wait before COMMIT
+    CLAIM = "SELECT inbox.claim_offset('payments', %s, %s, %s, generation => %s)"
+    PROGRESS = """SELECT "offset", gaps FROM inbox.streams
+                   WHERE inbox = 'payments'::regclass AND topic = %s AND "partition" = %s"""
+    RESUME = """SELECT "offset", completed FROM inbox.resume_points('payments', %s)
+                 WHERE "partition" = %s"""
+    # HSET a counter to ARGV[2] if that is larger: the most gaps a worker saw.
+    MAX_SCRIPT = """local v = tonumber(redis.call('HGET', KEYS[1], ARGV[1]) or '0')
+                    if tonumber(ARGV[2]) > v then
+                        redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
+                    end"""
+
+    def setup(self, conn):
+        conn.execute("SELECT inbox.create_inbox('payments')")
+
+    def start(self, connect, r, stats_key, incarnation, seed):
+        """Once per process: the workers' connections, and where the partition stands."""
+        self.r, self.stats_key, self.generation = r, stats_key, incarnation
+        self.rng = random.Random(f"{seed}/{self.key}/{incarnation}")
+        self.connections = queue.Queue()
+        for _ in range(self.workers):
+            self.connections.put(connect())
+        self.pool = ThreadPoolExecutor(self.workers)
+        conn = self.connections.get()
+        row = conn.execute(self.RESUME, (self.TOPIC, self.PARTITION)).fetchone()
+        conn.commit()
+        self.connections.put(conn)
+        watermark, completed = row if row else (None, [])
+        self.resumed_watermark = -1 if watermark is None else watermark
+        self.resumed_completed = set(completed or [])
+        pipe = r.pipeline()
+        pipe.hincrby(stats_key, f"{self.key}:resume_completed", len(self.resumed_completed))
+        pipe.hincrby(stats_key, f"{self.key}:resumed_above_gap", 1 if completed else 0)
+        pipe.execute()
+
+    def applied_at_resume(self, seq):
+        return seq <= self.resumed_watermark or seq in self.resumed_completed
+
+    def handle_entries(self, entries, crash, ack, redelivered):
+        """entries: [(entry id, Payment, seq)] of one poll; returns 'applied' or
+        'duplicate' for each, in their order, once every worker is done with the poll."""
+        order = list(range(len(entries)))
+        self.rng.shuffle(order)
+        twice = {seq for seq, n in Counter(seq for _e, _p, seq in entries).items() if n > 1}
+        futures = {n: self.pool.submit(self._one, *entries[n], crash, ack, redelivered,
+                                       entries[n][2] in twice)
+                   for n in order}
+        return ["applied" if futures[n].result() else "duplicate" for n in range(len(entries))]
+
+    def _one(self, entry_id, payment, seq, crash, ack, redelivered, twice_in_poll):
+        """One entry, on whichever worker runs it: True if it was fresh."""
+        conn = self.connections.get()
+        try:
+            fresh = conn.execute(self.CLAIM, (self.TOPIC, self.PARTITION, seq,
+                                              self.generation)).fetchone()[0]
+            above, gaps = False, 0
+            if fresh:
+                PerMessage.credit(conn, payment)
+                # Inside the transaction: the watermark counts our own offset.
+                watermark, gaps = conn.execute(self.PROGRESS,
+                                               (self.TOPIC, self.PARTITION)).fetchone()
+                above = watermark is None or watermark < seq
+            time.sleep(self.rng.uniform(0, self.JITTER))
+            crash("before_commit", [payment])
+            conn.commit()
+            crash("before_ack", [payment])
+            ack(entry_id)
+        except BaseException:
+            conn.rollback()
+            raise
+        finally:
+            self.connections.put(conn)
+        # Counted per entry, so that a kill loses the counts of the entries in flight only.
+        stats = Counter(fresh=fresh, above_watermark=above)
+        if not fresh and not redelivered:
+            stats["skipped_resend"] = 1
+            # Both sends of the payment were in this poll, on two workers at once.
+            stats["skipped_same_poll"] = twice_in_poll
+        if redelivered and self.applied_at_resume(seq):
+            stats["resume_applied"] = 1
+            stats["resume_mismatch"] = fresh
+        pipe = self.r.pipeline()
+        for name, n in stats.items():
+            if n:
+                pipe.hincrby(self.stats_key, f"{self.key}:{name}", int(n))
+        pipe.eval(self.MAX_SCRIPT, 1, self.stats_key, f"{self.key}:max_gaps", gaps)
+        pipe.execute()
+        return fresh
+
+
+DESIGNS = {d.key: d for d in (NoDedup, MemorySet, Inbox, SeparateStep, ParallelOffsets)}
 
 
 def schema_of(design_key):

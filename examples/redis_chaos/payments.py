@@ -8,6 +8,11 @@ The producer is at-least-once too: a small share of the payments is sent a secon
 time a little later, as a producer does when the reply to its XADD was lost and it
 retries.  The stream then holds the same payment id in two entries.  Only a consumer
 that remembers ids can tell; a consumer restart cannot cause these duplicates.
+
+Each entry also carries the payment's sequence number (field seq: 0, 1, 2, ... in
+the order of the payments), the offset that design E records.  The producer numbers
+payments, not entries: a resend carries the number of its first send, as a retried
+send does with a producer that numbers its messages (Kafka's idempotent producer).
 """
 from dataclasses import dataclass
 
@@ -45,12 +50,12 @@ def expected_balances(payments):
 
 def publish(r, payments, rng, resend_rate):
     """XADD every payment in order, plus the resends; returns how many were resent."""
-    entries = [(float(n), p) for n, p in enumerate(payments)]
-    entries += [(n + rng.uniform(1, RESEND_DISTANCE), p)
+    entries = [(float(n), n, p) for n, p in enumerate(payments)]
+    entries += [(n + rng.uniform(1, RESEND_DISTANCE), n, p)
                 for n, p in enumerate(payments) if rng.random() < resend_rate]
     entries.sort(key=lambda entry: entry[0])
     pipe = r.pipeline(transaction=False)
-    for _, p in entries:
-        pipe.xadd(STREAM, p.fields())
+    for _, seq, p in entries:
+        pipe.xadd(STREAM, {**p.fields(), "seq": str(seq)})
     pipe.execute()
     return len(entries) - len(payments)

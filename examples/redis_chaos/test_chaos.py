@@ -1,14 +1,16 @@
 #!/usr/bin/env python3
 """A short run of the Redis chaos demo (demo.py) with a fixed seed.  Asserts that the
-inbox design (C) ends exact, and that the run really exercised what it claims to:
+inbox designs (C and E) end exact, and that the run really exercised what it claims to:
 consumers were SIGKILLed in every window, C with whole polls in flight, XAUTOCLAIM
 redelivered entries, C applied its polls with one claim_apply_many call each and
-recognised redelivered payments and payments repeated inside a poll, and the design
-without deduplication (A) did apply duplicates.  B and D are allowed to be right by
-luck.  Also checks the referee itself: it refuses a balance change that names no
-payment and counts an id named twice twice.  Prints TAP for prove, one line per
-assertion.  Connects with the PG* environment variables; needs a database where
-idempotent_inbox is installed.  Needs redis-server, python3-redis and python3-psycopg.
+recognised redelivered payments and payments repeated inside a poll, E's parallel
+workers completed offsets out of order, above gaps that SIGKILLs left behind for its
+restarts to find in resume_points, and the design without deduplication (A) did apply
+duplicates.  B and D are allowed to be right by luck.  Also checks the referee itself:
+it refuses a balance change that names no payment and counts an id named twice twice.
+Prints TAP for prove, one line per assertion.  Connects with the PG* environment
+variables; needs a database where idempotent_inbox is installed.  Needs redis-server,
+python3-redis and python3-psycopg.
 """
 import os
 import random
@@ -31,7 +33,8 @@ from inbox_tap import at_least, died, done, eq, ok, run_scenario  # noqa: E402
 # Seed 23 plans, among others, 8 crashes between D's two COMMITs, and for C, whose
 # polls are the stream cut into hundreds (11 polls), 2 polls killed before COMMIT and 5
 # after COMMIT before XACK, and 4 payments resent into the poll of their first
-# delivery: the assertions below do not hang on one lucky kill.
+# delivery; for E, 3 entries killed before COMMIT and 5 after COMMIT before XACK:
+# the assertions below do not hang on one lucky kill.
 EVENTS, KILLS, SEED, CRASH_RATE = 1000, 4, 23, 0.005
 POLL = 100
 
@@ -72,6 +75,7 @@ def main():
     at_least(c.kills, 1, "C's consumer was SIGKILLed")
     batch_path(outcome)
     at_least(outcome.reclaimed["c"], 1, "XAUTOCLAIM redelivered entries to C's restarted consumer")
+    offsets_path(outcome, Counter(ids))
     ok(sum(a.actual.values()) > sum(a.expected.values()),
        "A (no dedup) ends above the right balance: duplicates were delivered and applied",
        f"A: {sum(a.actual.values())}, expected {sum(a.expected.values())}")
@@ -107,6 +111,50 @@ def batch_path(outcome):
              "redelivered after COMMIT")
     at_least(c("skipped_in_batch"), 1,
              "C's claim_apply_many answered 'duplicate' to a payment resent into the same poll")
+
+
+def offsets_path(outcome, want_ledger):
+    """E: exact, every payment once, with its offsets completed out of order on parallel
+    workers, SIGKILLs leaving gaps that resume_points reports, and claim_offset's false
+    for redeliveries and resends."""
+    e = outcome.result("e")
+
+    def stat(name):
+        return outcome.stat("e", name)
+
+    ok(e.actual == e.expected, "E (claim_offset, parallel): every account's balance is right",
+       f"got:  {e.actual}\nwant: {e.expected}")
+    ok(e.twice == 0 and e.lost == 0,
+       "E (claim_offset, parallel): the referee saw each payment applied exactly once",
+       f"{e.twice} applied twice, {e.lost} lost")
+    ledger = referee.applications("e")
+    ok(ledger == want_ledger,
+       "E (claim_offset, parallel): the referee's ledger holds every payment id once and "
+       "nothing else", f"{len(ledger)} ids, {sum(ledger.values())} rows, want {len(want_ledger)}")
+    # Counted inside each transaction after its claim: the watermark, which counts the
+    # transaction's own offset, was below it.  In order, this would be 0.
+    at_least(stat("above_watermark"), EVENTS // 10,
+             "E's workers completed offsets out of order, above the partition's watermark")
+    at_least(stat("max_gaps"), 2, "E's partition had more than one gap at once")
+    for point in ("before_commit", "before_ack"):
+        at_least(stat(f"crash:{point}"), 1,
+                 f"E was SIGKILLed {demo.POINTS[point]} of one entry, its other workers "
+                 "wherever they were")
+    at_least(stat("resume_completed"), 1,
+             "a restarted E consumer found offsets completed above a gap in resume_points")
+    applied, mismatch = stat("resume_applied"), stat("resume_mismatch")
+    ok(applied >= 1 and mismatch == 0,
+       "claim_offset answered false to every redelivered entry resume_points called applied",
+       f"{applied} redelivered entries resume_points called applied, {mismatch} answered true")
+    at_least(stat("skipped_resend"), 1,
+             "claim_offset answered false to a payment resent by the producer")
+    with referee.connect(schema_of("e"), autocommit=True) as conn:
+        rows = conn.execute("""SELECT "offset", completed_above, gaps, generation
+                                 FROM inbox.streams
+                                WHERE inbox = 'payments'::regclass""").fetchall()
+    ok(len(rows) == 1 and rows[0][:3] == (EVENTS - 1, 0, 0) and rows[0][3] > 1,
+       "E's partition ends with its watermark at the last offset, no gap, and a restart's "
+       "generation", f"inbox.streams: {rows}")
 
 
 def referee_checks():
