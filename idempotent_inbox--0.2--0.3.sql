@@ -292,7 +292,7 @@ SELECT pg_catalog.pg_extension_config_dump('inbox.completed_offsets', '');
  * rights.  A break is an entry whose previous offset is past the entry before it
  * (or the stored offset); brk counts the breaks so far.
  */
-CREATE VIEW inbox.partition_progress AS
+CREATE VIEW inbox.partition_progress WITH (security_barrier) AS
     SELECT p.inbox, p.topic, p."partition",
            p."offset" AS stored_offset,
            COALESCE(s.absorbed, p."offset") AS watermark,

@@ -161,6 +161,29 @@ SELECT inbox.claim_offset('group_inbox', 'max', 0, 9223372036854775807, previous
 SELECT "offset", seek_to FROM inbox.resume_points('group_inbox', 'max');
 SELECT count(*) AS entries, max("offset") FROM inbox.completed_offsets WHERE topic = 'pay';
 
+-- A read-only transaction refuses every write by the function's name (25006), and
+-- still reads.
+BEGIN READ ONLY;
+SELECT inbox.fence('group_inbox', 'pay', 1, 1);
+\echo :SQLSTATE
+ROLLBACK;
+BEGIN READ ONLY;
+SELECT inbox.claim_offset('group_inbox', 'pay', 1, 1);
+\echo :SQLSTATE
+ROLLBACK;
+BEGIN READ ONLY;
+SELECT inbox.advance('group_inbox', 'pay', 1, 1, 1);
+\echo :SQLSTATE
+ROLLBACK;
+BEGIN READ ONLY;
+SELECT inbox.advance('group_inbox', 'pay', 1, 1);
+\echo :SQLSTATE
+ROLLBACK;
+BEGIN READ ONLY;
+SELECT inbox.position('group_inbox', 'pay', 0) AS read_only_position;
+SELECT count(*) AS read_only_resume_points FROM inbox.resume_points('group_inbox', 'pay');
+COMMIT;
+
 -- Rights: INSERT on the inbox to claim an offset or fence, SELECT to read; 42501
 -- before anything is locked or read.
 CREATE ROLE group_reader;

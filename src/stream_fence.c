@@ -23,6 +23,8 @@
  * fenced and unfenced writers would let the unfenced zombie through.
  */
 #include "postgres.h"
+#include "access/xact.h"
+#include "tcop/utility.h"
 
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
@@ -94,6 +96,13 @@ stream_hold(FunctionCallInfo fcinfo, const StreamKey *key, bool has_generation,
 {
 	Datum		gen = Int64GetDatum(generation);
 	StoredPartition row;
+
+	/*
+	 * Refused as a write, naming the function, rather than by the row lock the
+	 * first statement takes (on a hot standby too).
+	 */
+	if (XactReadOnly)
+		PreventCommandIfReadOnly(psprintf("inbox.%s()", get_func_name(fcinfo->flinfo->fn_oid)));
 
 	memset(hold, 0, sizeof(PartitionHold));
 	for (int attempt = 0;; attempt++)

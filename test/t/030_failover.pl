@@ -109,6 +109,9 @@ foreach my $call (
 	"inbox.claim_many('payments', ARRAY['hot-1', 'hot-2'])",
 	"inbox.claim_apply('payments', 'hot-1', 'SELECT 1')",
 	"inbox.advance('payments', 'topic', 0, 1)",
+	"inbox.advance('payments', 'topic', 0, 1, 1)",
+	"inbox.fence('payments', 'topic', 0, 1)",
+	"inbox.claim_offset('payments', 'topic', 0, 1)",
 	"inbox.acquire('payments', 'hot-1', '1 minute')")
 {
 	my (undef, $out, $err) = $standby->psql('postgres',
