@@ -44,13 +44,13 @@ COMMENT ON SCHEMA inbox IS 'idempotent_inbox: inbox tables registry, claim funct
 GRANT USAGE ON SCHEMA inbox TO PUBLIC;
 
 -- Outcomes.  Later versions may add labels; none is ever renamed.
-CREATE TYPE inbox.outcome AS ENUM ('applied', 'duplicate');
+CREATE TYPE inbox.outcome AS ENUM ('applied', 'duplicate', 'quarantined');
 COMMENT ON TYPE inbox.outcome IS
-    'result of claim_apply: the effect ran (applied) or the id was already claimed (duplicate)';
+    'result of claim_apply: the effect ran (applied), the id was already claimed (duplicate), or the message is quarantined (quarantined)';
 
-CREATE TYPE inbox.claim_status AS ENUM ('claimed', 'duplicate', 'in_progress');
+CREATE TYPE inbox.claim_status AS ENUM ('claimed', 'duplicate', 'in_progress', 'quarantined', 'blocked');
 COMMENT ON TYPE inbox.claim_status IS
-    'result of try_claim: claimed now, already claimed and committed, or held by another open transaction';
+    'result of try_claim and claim_in_order: claimed now, already claimed and committed, held by another open transaction, quarantined, or (claim_in_order) blocked behind an earlier message of its key';
 
 -- The registry: which tables are inboxes.  A configuration table, so pg_dump keeps its
 -- rows; regclass survives dump/restore by name and pg_upgrade by preserved OID.
@@ -65,7 +65,11 @@ CREATE TABLE inbox.registry (
                 CONSTRAINT registry_retention_check
                 CHECK (retention OPERATOR(pg_catalog.>) '0'::pg_catalog.interval),
     created_at  pg_catalog.timestamptz NOT NULL DEFAULT pg_catalog.now(),
-    shard_key   pg_catalog.name
+    shard_key   pg_catalog.name,
+    max_attempts pg_catalog.int4 NOT NULL DEFAULT 5
+                CONSTRAINT registry_max_attempts_check
+                CHECK (max_attempts OPERATOR(pg_catalog.>) 0),
+    key_ordering pg_catalog.bool NOT NULL DEFAULT false
 );
 COMMENT ON TABLE inbox.registry IS
     'one row per inbox table; written only by the extension''s functions and its drop event trigger';
@@ -81,7 +85,9 @@ CREATE VIEW inbox.inboxes WITH (security_barrier) AS
            r.key_type,
            r.retention,
            r.created_at,
-           r.shard_key
+           r.shard_key,
+           r.max_attempts,
+           r.key_ordering
       FROM inbox.registry r
       JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) r.relid::pg_catalog.oid
       JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) c.relnamespace;
@@ -554,9 +560,9 @@ COMMENT ON FUNCTION inbox.result(pg_catalog.regclass, pg_catalog.uuid) IS
 COMMENT ON FUNCTION inbox.result(pg_catalog.regclass, pg_catalog.int8) IS
     'the stored result of a message, or NULL';
 
-CREATE TYPE inbox.lease_status AS ENUM ('acquired', 'in_progress', 'completed');
+CREATE TYPE inbox.lease_status AS ENUM ('acquired', 'in_progress', 'completed', 'quarantined');
 COMMENT ON TYPE inbox.lease_status IS
-    'result of acquire: acquired (run the effect, then finish), in_progress (another live attempt), completed (replay the stored result)';
+    'result of acquire: acquired (run the effect, then finish), in_progress (another live attempt), completed (replay the stored result), quarantined (do not run it)';
 
 -- Fencing tokens: one sequence, so no token is ever handed out twice, not even
 -- for a key released or purged and acquired again.  Its position is dumped with
@@ -654,22 +660,6 @@ COMMENT ON FUNCTION inbox.oldest_claim(pg_catalog.regclass) IS
 -- oldest_claim and live_counters never fail for one inbox: they answer NULL for an
 -- inbox the caller may not read, or whose owner altered what they read, so the
 -- other inboxes' rows are unaffected.
-CREATE VIEW inbox.stats WITH (security_barrier) AS
-    SELECT r.relid AS inbox,
-           c.claims,
-           c.duplicates,
-           c.in_progress,
-           c.fingerprint_conflicts,
-           c.takeovers,
-           c.purged,
-           inbox.oldest_claim(r.relid) AS oldest_claim
-      FROM inbox.registry r
-     CROSS JOIN LATERAL inbox.live_counters(r.relid) c
-     WHERE EXISTS (SELECT 1 FROM pg_catalog.pg_class k
-                    WHERE k.oid OPERATOR(pg_catalog.=) r.relid::pg_catalog.oid);
-COMMENT ON VIEW inbox.stats IS
-    'per inbox: claims, duplicates, in-progress answers, fingerprint conflicts, leases taken over and purged claims since the server started (NULL unless preloaded), and the oldest claim (NULL if the caller may not read the inbox or its owner altered its key or claimed_at)';
-GRANT SELECT ON inbox.stats TO PUBLIC;
 
 /*
  * Streams (section 5 of the SPEC): the offset of the last message applied, per
@@ -915,5 +905,266 @@ COMMENT ON FUNCTION inbox.claim_many_sharded(pg_catalog.regclass, "any", pg_cata
     'claim a batch of one shard key value; returns the fresh ids in input order, each once';
 COMMENT ON FUNCTION inbox.claim_many_sharded(pg_catalog.regclass, "any", pg_catalog.int8[]) IS
     'claim a batch of one shard key value; returns the fresh ids in input order, each once';
+
+/*
+ * Failures and quarantine (0.3).  A consumer whose effect failed rolls back and
+ * records the failure in a transaction of its own (record_failure): attempts are
+ * counted per message, and at the inbox's max_attempts the message is
+ * quarantined.  A quarantined message holds a claim row whose claimed_at is
+ * 'infinity': every claim answers it without running the effect (claim and
+ * claim_many as a duplicate, the others 'quarantined'), no retention window
+ * expires it and purge never removes it.  The operator's verbs (retry, discard,
+ * forget) change claims on purpose and leave a row in audit_log each.
+ * Neither table is for PUBLIC: inbox.quarantine and inbox.audit show the rows of
+ * the inboxes the caller may read.
+ */
+CREATE TABLE inbox.failures (
+    inbox           pg_catalog.regclass NOT NULL,
+    message_id      pg_catalog.text NOT NULL,
+    ordering_key    pg_catalog.text,
+    attempts        pg_catalog.int4 NOT NULL
+                    CONSTRAINT failures_attempts_check CHECK (attempts OPERATOR(pg_catalog.>=) 0),
+    last_error      pg_catalog.text NOT NULL,
+    first_failed_at pg_catalog.timestamptz NOT NULL DEFAULT pg_catalog.now(),
+    last_failed_at  pg_catalog.timestamptz NOT NULL DEFAULT pg_catalog.now(),
+    quarantined_at  pg_catalog.timestamptz,
+    PRIMARY KEY (inbox, message_id)
+);
+CREATE INDEX failures_ordering_key_idx ON inbox.failures (inbox, ordering_key)
+    WHERE ordering_key IS NOT NULL;
+COMMENT ON TABLE inbox.failures IS
+    'failed attempts per message (0 after a retry, until a delivery applies it), and the quarantined messages; written only by record_failure, claim_in_order, retry, discard, forget, purge and the drop event trigger';
+SELECT pg_catalog.pg_extension_config_dump('inbox.failures', '');
+
+-- The messages claim_in_order turned away while an earlier one of their key held it.
+CREATE TABLE inbox.blocked (
+    inbox           pg_catalog.regclass NOT NULL,
+    message_id      pg_catalog.text NOT NULL,
+    ordering_key    pg_catalog.text NOT NULL,
+    blocked_by      pg_catalog.text NOT NULL,
+    first_blocked_at pg_catalog.timestamptz NOT NULL DEFAULT pg_catalog.now(),
+    last_blocked_at pg_catalog.timestamptz NOT NULL DEFAULT pg_catalog.now(),
+    deliveries      pg_catalog.int4 NOT NULL DEFAULT 1,
+    PRIMARY KEY (inbox, message_id)
+);
+CREATE INDEX blocked_ordering_key_idx ON inbox.blocked (inbox, ordering_key, first_blocked_at);
+COMMENT ON TABLE inbox.blocked IS
+    'messages claim_in_order answered blocked, until a claim of theirs or a verb on them; written only by claim_in_order, the verbs, purge and the drop event trigger';
+SELECT pg_catalog.pg_extension_config_dump('inbox.blocked', '');
+
+CREATE TABLE inbox.audit_log (
+    inbox       pg_catalog.regclass NOT NULL,
+    message_id  pg_catalog.text NOT NULL,
+    verb        pg_catalog.text NOT NULL
+                CONSTRAINT audit_log_verb_check
+                CHECK (verb OPERATOR(pg_catalog.=) ANY (ARRAY['retry', 'discard', 'forget'])),
+    actor       pg_catalog.name NOT NULL,
+    reason      pg_catalog.text,
+    done_at     pg_catalog.timestamptz NOT NULL DEFAULT pg_catalog.clock_timestamp(),
+    attempts    pg_catalog.int4,
+    last_error  pg_catalog.text
+);
+CREATE INDEX audit_log_inbox_idx ON inbox.audit_log (inbox, done_at);
+COMMENT ON TABLE inbox.audit_log IS
+    'who retried, discarded or forgot which message, when and why; written only by those verbs and the drop event trigger';
+SELECT pg_catalog.pg_extension_config_dump('inbox.audit_log', '');
+
+CREATE TYPE inbox.failure_status AS ENUM ('retry', 'quarantined', 'applied');
+COMMENT ON TYPE inbox.failure_status IS
+    'result of record_failure: retry (redeliver it), quarantined (acknowledge it: claims will not run it), applied (another delivery applied it meanwhile; nothing was recorded)';
+
+CREATE FUNCTION inbox.record_failure(inbox pg_catalog.regclass, message_id pg_catalog.text,
+                                     error pg_catalog.text, ordering_key pg_catalog.text DEFAULT NULL,
+                                     OUT status inbox.failure_status, OUT attempts pg_catalog.int4)
+RETURNS record AS 'MODULE_PATHNAME', 'inbox_record_failure'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+CREATE FUNCTION inbox.record_failure(inbox pg_catalog.regclass, message_id pg_catalog.uuid,
+                                     error pg_catalog.text, ordering_key pg_catalog.text DEFAULT NULL,
+                                     OUT status inbox.failure_status, OUT attempts pg_catalog.int4)
+RETURNS record AS 'MODULE_PATHNAME', 'inbox_record_failure'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+CREATE FUNCTION inbox.record_failure(inbox pg_catalog.regclass, message_id pg_catalog.int8,
+                                     error pg_catalog.text, ordering_key pg_catalog.text DEFAULT NULL,
+                                     OUT status inbox.failure_status, OUT attempts pg_catalog.int4)
+RETURNS record AS 'MODULE_PATHNAME', 'inbox_record_failure'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION inbox.record_failure(pg_catalog.regclass, pg_catalog.text, pg_catalog.text, pg_catalog.text) IS
+    'after a failed attempt rolled back, in a transaction of its own: count it, and quarantine the message at the inbox''s max_attempts';
+COMMENT ON FUNCTION inbox.record_failure(pg_catalog.regclass, pg_catalog.uuid, pg_catalog.text, pg_catalog.text) IS
+    'after a failed attempt rolled back, in a transaction of its own: count it, and quarantine the message at the inbox''s max_attempts';
+COMMENT ON FUNCTION inbox.record_failure(pg_catalog.regclass, pg_catalog.int8, pg_catalog.text, pg_catalog.text) IS
+    'after a failed attempt rolled back, in a transaction of its own: count it, and quarantine the message at the inbox''s max_attempts';
+
+CREATE FUNCTION inbox.retry(inbox pg_catalog.regclass, message_id pg_catalog.text,
+                            reason pg_catalog.text DEFAULT NULL)
+RETURNS boolean AS 'MODULE_PATHNAME', 'inbox_retry'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+CREATE FUNCTION inbox.retry(inbox pg_catalog.regclass, message_id pg_catalog.uuid,
+                            reason pg_catalog.text DEFAULT NULL)
+RETURNS boolean AS 'MODULE_PATHNAME', 'inbox_retry'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+CREATE FUNCTION inbox.retry(inbox pg_catalog.regclass, message_id pg_catalog.int8,
+                            reason pg_catalog.text DEFAULT NULL)
+RETURNS boolean AS 'MODULE_PATHNAME', 'inbox_retry'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION inbox.retry(pg_catalog.regclass, pg_catalog.text, pg_catalog.text) IS
+    'end a message''s quarantine and forget its attempts, so that its next delivery runs; false if it was not quarantined';
+COMMENT ON FUNCTION inbox.retry(pg_catalog.regclass, pg_catalog.uuid, pg_catalog.text) IS
+    'end a message''s quarantine and forget its attempts, so that its next delivery runs; false if it was not quarantined';
+COMMENT ON FUNCTION inbox.retry(pg_catalog.regclass, pg_catalog.int8, pg_catalog.text) IS
+    'end a message''s quarantine and forget its attempts, so that its next delivery runs; false if it was not quarantined';
+
+CREATE FUNCTION inbox.discard(inbox pg_catalog.regclass, message_id pg_catalog.text,
+                              reason pg_catalog.text DEFAULT NULL)
+RETURNS boolean AS 'MODULE_PATHNAME', 'inbox_discard'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+CREATE FUNCTION inbox.discard(inbox pg_catalog.regclass, message_id pg_catalog.uuid,
+                              reason pg_catalog.text DEFAULT NULL)
+RETURNS boolean AS 'MODULE_PATHNAME', 'inbox_discard'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+CREATE FUNCTION inbox.discard(inbox pg_catalog.regclass, message_id pg_catalog.int8,
+                              reason pg_catalog.text DEFAULT NULL)
+RETURNS boolean AS 'MODULE_PATHNAME', 'inbox_discard'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION inbox.discard(pg_catalog.regclass, pg_catalog.text, pg_catalog.text) IS
+    'mark a message applied without running it (quarantined or not yet claimed); false if it was applied already';
+COMMENT ON FUNCTION inbox.discard(pg_catalog.regclass, pg_catalog.uuid, pg_catalog.text) IS
+    'mark a message applied without running it (quarantined or not yet claimed); false if it was applied already';
+COMMENT ON FUNCTION inbox.discard(pg_catalog.regclass, pg_catalog.int8, pg_catalog.text) IS
+    'mark a message applied without running it (quarantined or not yet claimed); false if it was applied already';
+
+CREATE FUNCTION inbox.forget(inbox pg_catalog.regclass, message_id pg_catalog.text,
+                             reason pg_catalog.text DEFAULT NULL)
+RETURNS boolean AS 'MODULE_PATHNAME', 'inbox_forget'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+CREATE FUNCTION inbox.forget(inbox pg_catalog.regclass, message_id pg_catalog.uuid,
+                             reason pg_catalog.text DEFAULT NULL)
+RETURNS boolean AS 'MODULE_PATHNAME', 'inbox_forget'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+CREATE FUNCTION inbox.forget(inbox pg_catalog.regclass, message_id pg_catalog.int8,
+                             reason pg_catalog.text DEFAULT NULL)
+RETURNS boolean AS 'MODULE_PATHNAME', 'inbox_forget'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION inbox.forget(pg_catalog.regclass, pg_catalog.text, pg_catalog.text) IS
+    'delete a message''s claim (applied or quarantined) and its attempts, so that its next delivery runs again; false if it had none';
+COMMENT ON FUNCTION inbox.forget(pg_catalog.regclass, pg_catalog.uuid, pg_catalog.text) IS
+    'delete a message''s claim (applied or quarantined) and its attempts, so that its next delivery runs again; false if it had none';
+COMMENT ON FUNCTION inbox.forget(pg_catalog.regclass, pg_catalog.int8, pg_catalog.text) IS
+    'delete a message''s claim (applied or quarantined) and its attempts, so that its next delivery runs again; false if it had none';
+
+CREATE FUNCTION inbox.set_max_attempts(inbox pg_catalog.regclass, max_attempts pg_catalog.int4)
+RETURNS void AS 'MODULE_PATHNAME', 'inbox_set_max_attempts'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION inbox.set_max_attempts(pg_catalog.regclass, pg_catalog.int4) IS
+    'change after how many failed attempts record_failure quarantines a message of the inbox; owner only';
+
+CREATE FUNCTION inbox.set_key_ordering(inbox pg_catalog.regclass, enabled pg_catalog.bool)
+RETURNS void AS 'MODULE_PATHNAME', 'inbox_set_key_ordering'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION inbox.set_key_ordering(pg_catalog.regclass, pg_catalog.bool) IS
+    'let claim_in_order be used on the inbox (true) or not; owner only';
+
+CREATE FUNCTION inbox.claim_in_order(inbox pg_catalog.regclass, message_id pg_catalog.text,
+                                     ordering_key pg_catalog.text)
+RETURNS inbox.claim_status AS 'MODULE_PATHNAME', 'inbox_claim_in_order'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+CREATE FUNCTION inbox.claim_in_order(inbox pg_catalog.regclass, message_id pg_catalog.uuid,
+                                     ordering_key pg_catalog.text)
+RETURNS inbox.claim_status AS 'MODULE_PATHNAME', 'inbox_claim_in_order'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+CREATE FUNCTION inbox.claim_in_order(inbox pg_catalog.regclass, message_id pg_catalog.int8,
+                                     ordering_key pg_catalog.text)
+RETURNS inbox.claim_status AS 'MODULE_PATHNAME', 'inbox_claim_in_order'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION inbox.claim_in_order(pg_catalog.regclass, pg_catalog.text, pg_catalog.text) IS
+    'try_claim, in the order of a key: blocked while an earlier message of the key is failing, quarantined or retried and not yet applied';
+COMMENT ON FUNCTION inbox.claim_in_order(pg_catalog.regclass, pg_catalog.uuid, pg_catalog.text) IS
+    'try_claim, in the order of a key: blocked while an earlier message of the key is failing, quarantined or retried and not yet applied';
+COMMENT ON FUNCTION inbox.claim_in_order(pg_catalog.regclass, pg_catalog.int8, pg_catalog.text) IS
+    'try_claim, in the order of a key: blocked while an earlier message of the key is failing, quarantined or retried and not yet applied';
+
+-- Like purge and set_retention, these decide what runs again: the operator's call.
+REVOKE ALL ON FUNCTION inbox.retry(pg_catalog.regclass, pg_catalog.text, pg_catalog.text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION inbox.retry(pg_catalog.regclass, pg_catalog.uuid, pg_catalog.text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION inbox.retry(pg_catalog.regclass, pg_catalog.int8, pg_catalog.text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION inbox.discard(pg_catalog.regclass, pg_catalog.text, pg_catalog.text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION inbox.discard(pg_catalog.regclass, pg_catalog.uuid, pg_catalog.text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION inbox.discard(pg_catalog.regclass, pg_catalog.int8, pg_catalog.text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION inbox.forget(pg_catalog.regclass, pg_catalog.text, pg_catalog.text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION inbox.forget(pg_catalog.regclass, pg_catalog.uuid, pg_catalog.text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION inbox.forget(pg_catalog.regclass, pg_catalog.int8, pg_catalog.text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION inbox.set_max_attempts(pg_catalog.regclass, pg_catalog.int4) FROM PUBLIC;
+REVOKE ALL ON FUNCTION inbox.set_key_ordering(pg_catalog.regclass, pg_catalog.bool) FROM PUBLIC;
+
+-- has_table_privilege is NULL for a table that no longer exists: such rows are skipped.
+-- Within a key, position orders the messages as they hold it: the failing,
+-- quarantined or retried one first, then those blocked behind it.
+CREATE VIEW inbox.quarantine WITH (security_barrier) AS
+    SELECT m.inbox, m.message_id, m.ordering_key, m.state,
+           CASE WHEN m.ordering_key IS NOT NULL
+                THEN pg_catalog.row_number() OVER (PARTITION BY m.inbox, m.ordering_key
+                                                   ORDER BY m.held, m.since, m.message_id)
+           END AS position,
+           m.blocked_by, m.attempts, m.last_error, m.first_failed_at, m.last_failed_at,
+           m.quarantined_at, m.first_blocked_at, m.deliveries
+      FROM (SELECT f.inbox, f.message_id, f.ordering_key,
+                   CASE WHEN f.quarantined_at IS NOT NULL THEN 'quarantined'
+                        WHEN f.attempts OPERATOR(pg_catalog.=) 0 THEN 'retried'
+                        ELSE 'failing' END AS state,
+                   0 AS held, f.first_failed_at AS since, NULL::pg_catalog.text AS blocked_by,
+                   f.attempts, f.last_error, f.first_failed_at, f.last_failed_at,
+                   f.quarantined_at, NULL::pg_catalog.timestamptz AS first_blocked_at,
+                   NULL::pg_catalog.int4 AS deliveries
+              FROM inbox.failures f
+             UNION ALL
+            SELECT b.inbox, b.message_id, b.ordering_key, 'blocked', 1, b.first_blocked_at,
+                   b.blocked_by, NULL, NULL, NULL, NULL, NULL, b.first_blocked_at, b.deliveries
+              FROM inbox.blocked b
+             WHERE NOT EXISTS (SELECT 1 FROM inbox.failures f
+                                WHERE f.inbox OPERATOR(pg_catalog.=) b.inbox
+                                  AND f.message_id OPERATOR(pg_catalog.=) b.message_id)) m
+     WHERE pg_catalog.has_table_privilege(m.inbox::pg_catalog.oid, 'SELECT');
+COMMENT ON VIEW inbox.quarantine IS
+    'the messages of the inboxes you may read that failed (failing, quarantined, retried and not yet applied) or wait behind one of their key (blocked), in each key''s order, with attempts and last error';
+GRANT SELECT ON inbox.quarantine TO PUBLIC;
+
+CREATE VIEW inbox.audit WITH (security_barrier) AS
+    SELECT a.inbox, a.message_id, a.verb, a.actor, a.reason, a.done_at, a.attempts, a.last_error
+      FROM inbox.audit_log a
+     WHERE pg_catalog.has_table_privilege(a.inbox::pg_catalog.oid, 'SELECT');
+COMMENT ON VIEW inbox.audit IS
+    'who retried, discarded or forgot which message of the inboxes you may read, when and why';
+GRANT SELECT ON inbox.audit TO PUBLIC;
+
+-- After the failures tables, whose counts it shows.
+CREATE VIEW inbox.stats WITH (security_barrier) AS
+    SELECT r.relid AS inbox,
+           c.claims,
+           c.duplicates,
+           c.in_progress,
+           c.fingerprint_conflicts,
+           c.takeovers,
+           c.purged,
+           inbox.oldest_claim(r.relid) AS oldest_claim,
+           q.quarantined, q.blocked, q.retried, q.discarded, q.forgotten
+      FROM inbox.registry r
+     CROSS JOIN LATERAL inbox.live_counters(r.relid) c
+      LEFT JOIN LATERAL (
+           SELECT (SELECT pg_catalog.count(*) FROM inbox.failures f
+                    WHERE f.inbox OPERATOR(pg_catalog.=) r.relid
+                      AND f.quarantined_at IS NOT NULL) AS quarantined,
+                  (SELECT pg_catalog.count(*) FROM inbox.blocked b
+                    WHERE b.inbox OPERATOR(pg_catalog.=) r.relid) AS blocked,
+                  pg_catalog.count(*) FILTER (WHERE a.verb OPERATOR(pg_catalog.=) 'retry') AS retried,
+                  pg_catalog.count(*) FILTER (WHERE a.verb OPERATOR(pg_catalog.=) 'discard') AS discarded,
+                  pg_catalog.count(*) FILTER (WHERE a.verb OPERATOR(pg_catalog.=) 'forget') AS forgotten
+             FROM inbox.audit_log a
+            WHERE a.inbox OPERATOR(pg_catalog.=) r.relid) q
+        ON pg_catalog.has_table_privilege(r.relid::pg_catalog.oid, 'SELECT')
+     WHERE EXISTS (SELECT 1 FROM pg_catalog.pg_class k
+                    WHERE k.oid OPERATOR(pg_catalog.=) r.relid::pg_catalog.oid);
+COMMENT ON VIEW inbox.stats IS
+    'per inbox: claims, duplicates, in-progress answers, fingerprint conflicts, leases taken over and purged claims since the server started (NULL unless preloaded), the oldest claim (NULL if the caller may not read the inbox or its owner altered its key or claimed_at), the messages quarantined and blocked now, and those retried, discarded and forgotten (NULL if the caller may not read the inbox)';
+GRANT SELECT ON inbox.stats TO PUBLIC;
 
 -- Objects added here are added to the update script that introduces them too, word for word.

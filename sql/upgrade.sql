@@ -148,7 +148,9 @@ DROP TABLE inbox.not_ours;
 -- 0.2 to 0.3: sharded inboxes; every existing inbox has no shard key.
 ALTER EXTENSION idempotent_inbox UPDATE TO '0.3';
 SELECT extversion FROM pg_extension WHERE extname = 'idempotent_inbox';
-SELECT count(*) AS inboxes, count(shard_key) AS sharded FROM inbox.registry;
+SELECT count(*) AS inboxes, count(shard_key) AS sharded,
+       array_agg(DISTINCT max_attempts) AS max_attempts, array_agg(DISTINCT key_ordering) AS key_ordering
+  FROM inbox.registry;
 
 -- Exactly the objects of a fresh install: both lists are empty.
 SET search_path = pg_catalog;
@@ -158,10 +160,10 @@ SELECT line AS only_in_updated_0_1 FROM (:describe) s(line)
 EXCEPT SELECT line FROM unnest(string_to_array(:'fresh', E'\x1e')) line ORDER BY 1;
 RESET search_path;
 
--- Every row kept: both lists are empty.  (shard_key and a position's generation are
--- new, and NULL: counted above and below.)
+-- Every row kept: both lists are empty.  (shard_key, max_attempts, key_ordering and a
+-- position's generation are new, with their defaults: counted above and below.)
 CREATE TEMP TABLE after_update AS
-SELECT 'registry' AS source, to_jsonb(r) - 'created_at' - 'shard_key' || jsonb_build_object('created_at', r.created_at::text) AS row
+SELECT 'registry' AS source, to_jsonb(r) - 'created_at' - 'shard_key' - 'max_attempts' - 'key_ordering' || jsonb_build_object('created_at', r.created_at::text) AS row
   FROM inbox.registry r
 UNION ALL SELECT 'positions', to_jsonb(p) - 'generation' FROM inbox.positions p
 UNION ALL SELECT 'by_text', to_jsonb(t) FROM app.by_text t

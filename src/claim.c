@@ -291,6 +291,22 @@ claim_dispatch(InboxInfo *inbox, Datum message_id, bytea *fingerprint, bool conn
 	return claimed;
 }
 
+/*
+ * After a duplicate: is the id quarantined (failures.c)?  One more look at its
+ * claim, for the functions that answer quarantined apart from duplicate.
+ * Inboxes whose claims are routed statements have no quarantine.
+ */
+bool
+claim_quarantined(InboxInfo *inbox, Datum message_id)
+{
+	ClaimRow	row;
+
+	if (inbox->routed)
+		return false;
+	claim_row_read(inbox, message_id, true, &row);
+	return claim_row_quarantined(&row);
+}
+
 /* Claim one id, for callers that have connected SPI (claim_apply, try_claim). */
 bool
 claim_one(InboxInfo *inbox, Datum message_id, bytea *fingerprint)
@@ -353,7 +369,47 @@ inbox_claim_sharded(PG_FUNCTION_ARGS)
  * INSERT another transaction may still slip in a claim of the same id; the INSERT
  * then waits for it like claim does, which keeps the answer right at the cost of
  * a wait that is as short as that race.  A live lease is in progress too.
+ *
+ * claim_probe_status is what it answers from the stored row alone, or NULL when
+ * it must go on and claim (claim_status_of_insert), with whether a claim of the
+ * id is held; claim_in_order asks between the two whether the message's key is
+ * blocked.
  */
+const char *
+claim_probe_status(InboxInfo *inbox, Datum id, bool *held)
+{
+	ClaimRow	row;
+
+	claim_row_read(inbox, id, true, &row);
+	*held = row.state == ROW_PRESENT && !claim_row_expired(inbox, &row, GetCurrentTimestamp());
+	if (claim_row_quarantined(&row))
+	{
+		record_outcome(inbox, true);
+		return "quarantined";
+	}
+	if (row.state == ROW_INSERTING ||
+		(row.state == ROW_PRESENT && claim_row_lease_live(&row, GetCurrentTimestamp())))
+	{
+		stats_count(inbox, COUNT_IN_PROGRESS, 1);
+		return "in_progress";
+	}
+	if (is_plain_duplicate(&row) && !inbox->has_retention)
+	{
+		record_outcome(inbox, true);
+		return "duplicate";
+	}
+	return NULL;
+}
+
+/* try_claim's claim, after the probe; SPI must be connected. */
+const char *
+claim_status_of_insert(InboxInfo *inbox, Datum id)
+{
+	if (claim_one(inbox, id, NULL))
+		return "claimed";
+	return claim_quarantined(inbox, id) ? "quarantined" : "duplicate";
+}
+
 PG_FUNCTION_INFO_V1(inbox_try_claim);
 Datum
 inbox_try_claim(PG_FUNCTION_ARGS)
@@ -361,31 +417,18 @@ inbox_try_claim(PG_FUNCTION_ARGS)
 	const CallSignature *sig = signature_of_call(fcinfo);
 	InboxInfo  *inbox = registry_lookup(fcinfo, 0, RowExclusiveLock, ACL_INSERT | ACL_SELECT);
 	Datum		id = message_id_from_arg(fcinfo, 1, sig->keytype, inbox);
-	bool		columns = inbox->columns[COL_LEASE_UNTIL] != InvalidAttrNumber;
-	ClaimRow	row;
 	const char *status;
+	bool		held;
 
 	/* Its answer comes from the stored row, which a policy may hide. */
 	registry_check_stored_reads(fcinfo, inbox);
-	claim_row_read(inbox, id, columns, &row);
-	if (row.state == ROW_INSERTING ||
-		(row.state == ROW_PRESENT && claim_row_lease_live(&row, GetCurrentTimestamp())))
-	{
-		stats_count(inbox, COUNT_IN_PROGRESS, 1);
-		status = "in_progress";
-	}
-	else if (is_plain_duplicate(&row) && !inbox->has_retention)
-	{
-		record_outcome(inbox, true);
-		status = "duplicate";
-	}
-	else
+	status = claim_probe_status(inbox, id, &held);
+	if (status == NULL)
 	{
 		spi_connect();
-		status = claim_one(inbox, id, NULL) ? "claimed" : "duplicate";
+		status = claim_status_of_insert(inbox, id);
 		SPI_finish();
 	}
-
 	PG_RETURN_DATUM(signature_enum_label(sig->rettype, status));
 }
 
@@ -503,6 +546,7 @@ claim_batch_read(ClaimBatch *batch, FunctionCallInfo fcinfo, const CallSignature
 	batch->given = elems;
 	batch->keys = palloc(sizeof(Datum) * Max(n, 1));
 	batch->fresh = palloc0(sizeof(bool) * Max(n, 1));
+	batch->quarantined = palloc0(sizeof(bool) * Max(n, 1));
 	for (int i = 0; i < n; i++)
 		batch->keys[i] = message_id_from_element(elems[i], nulls[i], sig->keytype, inbox, i + 1);
 

@@ -23,9 +23,13 @@ typedef struct ClaimBatch
 	Datum	   *keys;			/* the same as keys of the inbox */
 	ArrayType  *array;			/* keys, as one array of the inbox's key type */
 	bool	   *fresh;			/* after claim_batch_claim: this position claimed its id */
+	bool	   *quarantined;	/* set by claim_apply_many before its statement runs */
 } ClaimBatch;
 
 extern bool claim_one(InboxInfo *inbox, Datum message_id, bytea *fingerprint);
+extern bool claim_quarantined(InboxInfo *inbox, Datum message_id);
+extern const char *claim_probe_status(InboxInfo *inbox, Datum id, bool *held);
+extern const char *claim_status_of_insert(InboxInfo *inbox, Datum id);
 extern bool claim_one_connecting(InboxInfo *inbox, Datum message_id, HeldInbox *held);
 extern void claim_batch_read(ClaimBatch *batch, FunctionCallInfo fcinfo,
 							 const CallSignature *sig, InboxInfo *inbox);

@@ -197,6 +197,7 @@ claim_apply_common(FunctionCallInfo fcinfo, bool sharded)
 	StatementArgs args;
 	StatementPlan *statement;
 	bool		claimed;
+	bool		quarantined;
 
 	/* (message_id_from_arg checks the plain form.) */
 	if (sharded)
@@ -212,6 +213,7 @@ claim_apply_common(FunctionCallInfo fcinfo, bool sharded)
 	statement = statement_cache_get(source, args.nargs, args.types);
 	claimed = claim_then_apply(inbox, id, sharded ? &shard_key : NULL, statement, &args);
 	SPI_finish();
+	quarantined = !claimed && claim_quarantined(inbox, id);
 
 	/*
 	 * The statement, or another session meanwhile, may have dropped the
@@ -219,7 +221,8 @@ claim_apply_common(FunctionCallInfo fcinfo, bool sharded)
 	 * a value of that type (signature_enum_label reports it, 55000).
 	 */
 	AcceptInvalidationMessages();
-	PG_RETURN_DATUM(signature_enum_label(sig->rettype, claimed ? "applied" : "duplicate"));
+	PG_RETURN_DATUM(signature_enum_label(sig->rettype, claimed ? "applied" :
+										 quarantined ? "quarantined" : "duplicate"));
 }
 
 PG_FUNCTION_INFO_V1(inbox_claim_apply);
@@ -353,8 +356,12 @@ claim_batch_then_apply(InboxInfo *inbox, ClaimBatch *batch, StatementPlan *state
 		statement_cache_convert_args(statement, args->values, args->nulls);
 		check_value_arrays(statement, args, batch->nids);
 		claim_batch_claim(batch, inbox, NULL);
+		/* Asked before the statement runs, which may drop the inbox. */
 		for (int i = 0; i < batch->nids; i++)
+		{
 			nfresh += batch->fresh[i];
+			batch->quarantined[i] = !batch->fresh[i] && claim_quarantined(inbox, batch->keys[i]);
+		}
 		if (nfresh > 0)
 		{
 			args->values[0] = PointerGetDatum(claim_batch_fresh_keys(batch, inbox));
@@ -395,11 +402,14 @@ claim_apply_many_report(FunctionCallInfo fcinfo, TupleDesc tupdesc, const ClaimB
 	/* 55000 if the statement dropped the extension, outcome type included. */
 	Datum		applied = signature_enum_label(TupleDescAttr(tupdesc, 1)->atttypid, "applied");
 	Datum		duplicate = signature_enum_label(TupleDescAttr(tupdesc, 1)->atttypid, "duplicate");
+	Datum		quarantined = signature_enum_label(TupleDescAttr(tupdesc, 1)->atttypid, "quarantined");
 	Tuplestorestate *store = claim_result_store((ReturnSetInfo *) fcinfo->resultinfo, tupdesc);
 
 	for (int i = 0; i < batch->nids; i++)
 	{
-		Datum		values[2] = {batch->given[i], batch->fresh[i] ? applied : duplicate};
+		Datum		values[2] = {batch->given[i],
+			batch->fresh[i] ? applied :
+		batch->quarantined[i] ? quarantined : duplicate};
 		bool		nulls[2] = {false, false};
 
 		tuplestore_putvalues(store, tupdesc, values, nulls);

@@ -172,6 +172,16 @@ claim_row_expired(const InboxInfo *inbox, const ClaimRow *row, TimestampTz now)
 }
 
 /*
+ * A quarantined message's claim (failures.c): claimed at 'infinity', so that
+ * every claim path, the windows and purge already treat it as held for good.
+ */
+bool
+claim_row_quarantined(const ClaimRow *row)
+{
+	return row->state == ROW_PRESENT && TIMESTAMP_IS_NOEND(row->claimed_at) && !row->leased;
+}
+
+/*
  * A claim's INSERT ran through SQL and touched stored rows (0 or 1): did it
  * store this id?  A BEFORE INSERT trigger on the inbox may skip the row
  * (returning NULL) or change its id; either would make a fresh message look

@@ -16,5 +16,6 @@ pg_noreturn extern void claim_row_suppressed(InboxInfo *inbox, Datum message_id)
 extern void claim_row_retry(InboxInfo *inbox, Datum message_id, int *retries);
 extern bool claim_row_expired(const InboxInfo *inbox, const ClaimRow *row, TimestampTz now);
 extern bool claim_row_lease_live(const ClaimRow *row, TimestampTz now);
+extern bool claim_row_quarantined(const ClaimRow *row);
 
 #endif							/* INBOX_CLAIM_ROW_H */

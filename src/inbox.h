@@ -71,6 +71,12 @@ typedef enum InboxStatement
 	SQL_EXISTS,					/* is the id claimed? (after a trigger skipped it) */
 	SQL_HELD,					/* the same, by a claim that has not expired */
 	SQL_PURGE_DISTRIBUTED,		/* purge as one distributed DELETE */
+	/* Quarantine (failures.c): the claim row of a quarantined message. */
+	SQL_QUARANTINE,				/* a claim row that never expires */
+	SQL_QUARANTINE_EXPIRED,		/* the same over an expired claim */
+	SQL_UNQUARANTINE,			/* retry: delete that row */
+	SQL_DISCARD,				/* discard: make it an ordinary claim */
+	SQL_FORGET,					/* forget: delete any claim of the id */
 	/* The same statements for an inbox with a shard key; it is their last $n. */
 	SQL_SHARDED_CLAIM,
 	SQL_SHARDED_CLAIM_WINDOW,

@@ -463,8 +463,65 @@ inbox_set_retention(PG_FUNCTION_ARGS)
 }
 
 /*
- * The sql_drop event trigger: forget the registry rows, stream positions and
- * completed offsets of dropped tables.  It finds both tables in its own schema when it runs, as every
+ * A failure setting of the inbox's registry row (max_attempts, key_ordering),
+ * read by record_failure and claim_in_order at each call, so nothing is cached.
+ */
+static void
+admin_set_failure_setting(FunctionCallInfo fcinfo, const char *column, Oid type)
+{
+	InboxInfo  *inbox;
+	Oid			argtypes[2] = {REGCLASSOID, type};
+	Datum		values[2];
+
+	admin_check_owner(fcinfo, 0);
+	inbox = registry_lookup(fcinfo, 0, ShareUpdateExclusiveLock, 0);
+	if (PG_ARGISNULL(1))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("%s must not be null", column)));
+	if (get_attnum(registry_extension_relation(fcinfo, "registry"), column) == InvalidAttrNumber)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("extension \"idempotent_inbox\" must be updated to record failures"),
+				 errhint("Run ALTER EXTENSION idempotent_inbox UPDATE.")));
+	values[0] = ObjectIdGetDatum(inbox->relid);
+	values[1] = PG_GETARG_DATUM(1);
+	spi_connect();
+	admin_registry_write(fcinfo,
+						 psprintf("UPDATE %s.registry SET %s = $2 "
+								  "WHERE relid OPERATOR(pg_catalog.=) $1",
+								  quote_identifier(admin_extension_schema(fcinfo)), column),
+						 2, argtypes, values, NULL, SPI_OK_UPDATE);
+	SPI_finish();
+}
+
+/* After how many failed attempts record_failure quarantines a message. */
+PG_FUNCTION_INFO_V1(inbox_set_max_attempts);
+Datum
+inbox_set_max_attempts(PG_FUNCTION_ARGS)
+{
+	if (!PG_ARGISNULL(1) && PG_GETARG_INT32(1) < 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("max_attempts must be at least 1"),
+				 errdetail("The value given is %d.", PG_GETARG_INT32(1))));
+	admin_set_failure_setting(fcinfo, "max_attempts", INT4OID);
+	PG_RETURN_VOID();
+}
+
+/* Whether claim_in_order may be used on the inbox (key_order.c). */
+PG_FUNCTION_INFO_V1(inbox_set_key_ordering);
+Datum
+inbox_set_key_ordering(PG_FUNCTION_ARGS)
+{
+	admin_set_failure_setting(fcinfo, "key_ordering", BOOLOID);
+	PG_RETURN_VOID();
+}
+
+/*
+ * The sql_drop event trigger: forget the registry rows, stream positions,
+ * completed offsets, failures, blocked and audit rows of dropped tables.  It
+ * finds those tables in its own schema when it runs, as every
  * function of the extension does: a PL/pgSQL body would keep the name the
  * schema had when it was created, so that after ALTER SCHEMA inbox RENAME every
  * DROP TABLE in the database failed, and a table made under the old name would
@@ -475,7 +532,8 @@ Datum
 inbox_forget_dropped_inboxes(PG_FUNCTION_ARGS)
 {
 	static const char *const tables[][2] = {{"registry", "relid"}, {"positions", "inbox"},
-	{"completed_offsets", "inbox"}};
+	{"completed_offsets", "inbox"}, {"failures", "inbox"}, {"audit_log", "inbox"},
+	{"blocked", "inbox"}};
 	Oid			nspid;
 	char	   *schema;
 

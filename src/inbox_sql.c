@@ -206,6 +206,36 @@ static const StatementTemplate templates[SQL_NUM_STATEMENTS] = {
 		3, {TIMESTAMPTZOID, TIMESTAMPTZOID, INT8OID}, NEEDS_LEASE_COLUMNS
 	},
 
+	/*
+	 * A quarantined message's claim row has claimed_at 'infinity': no window
+	 * expires it and purge never picks it.  RETURNING tells a trigger's change.
+	 */
+	[SQL_QUARANTINE] = {
+		"INSERT INTO %1$s (message_id, claimed_at) VALUES ($1, 'infinity') "
+		"ON CONFLICT (message_id) DO NOTHING RETURNING claimed_at",
+		1, {KEY}
+	},
+	[SQL_QUARANTINE_EXPIRED] = {
+		"UPDATE %1$s SET claimed_at = 'infinity' "
+		"WHERE message_id OPERATOR(pg_catalog.=) $1 AND claimed_at OPERATOR(pg_catalog.<) $2 "
+		"RETURNING claimed_at",
+		2, {KEY, TIMESTAMPTZOID}
+	},
+	[SQL_UNQUARANTINE] = {
+		"DELETE FROM %1$s WHERE message_id OPERATOR(pg_catalog.=) $1 "
+		"AND claimed_at OPERATOR(pg_catalog.=) 'infinity'",
+		1, {KEY}
+	},
+	[SQL_DISCARD] = {
+		"UPDATE %1$s SET claimed_at = pg_catalog.now() WHERE message_id OPERATOR(pg_catalog.=) $1 "
+		"AND claimed_at OPERATOR(pg_catalog.=) 'infinity'",
+		1, {KEY}
+	},
+	[SQL_FORGET] = {
+		"DELETE FROM %1$s WHERE message_id OPERATOR(pg_catalog.=) $1",
+		1, {KEY}
+	},
+
 	[SQL_SHARDED_CLAIM] = {
 		"INSERT INTO %1$s (%2$s, message_id) VALUES ($2, $1) "
 		"ON CONFLICT (%2$s, message_id) DO NOTHING RETURNING message_id, %2$s",

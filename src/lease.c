@@ -36,10 +36,12 @@ typedef enum LeaseStatus
 {
 	LEASE_ACQUIRED,
 	LEASE_IN_PROGRESS,
-	LEASE_COMPLETED
+	LEASE_COMPLETED,
+	LEASE_QUARANTINED
 } LeaseStatus;
 
-static const char *const lease_status_labels[] = {"acquired", "in_progress", "completed"};
+static const char *const lease_status_labels[] = {"acquired", "in_progress", "completed",
+"quarantined"};
 
 /* What acquire answers. */
 typedef struct LeaseAnswer
@@ -164,6 +166,15 @@ acquire_lease(FunctionCallInfo fcinfo, InboxInfo *inbox, const LeaseRequest *req
 					if (lease_write(fcinfo, inbox, req, SQL_RECLAIM, &row, now, answer))
 						return;
 					continue;
+				}
+				if (claim_row_quarantined(&row))
+				{
+					/* Failed too often (failures.c): not to be run until retried. */
+					answer->status = LEASE_QUARANTINED;
+					answer->has_token = false;
+					answer->result = NULL;
+					stats_count(inbox, COUNT_DUPLICATES, 1);
+					return;
 				}
 				fingerprint_check(inbox, req->message_id, &row, req->fingerprint);
 				if (!row.leased)

@@ -28,6 +28,7 @@
 #include "utils/syscache.h"
 
 #include "compat.h"
+#include "failures.h"
 #include "inbox.h"
 #include "inbox_sql.h"
 #include "registry.h"
@@ -256,6 +257,10 @@ inbox_purge(PG_FUNCTION_ARGS)
 	purged = purge_batch(inbox, batch);
 	SPI_finish();
 	retention_as_owner_end(&as_owner);
+
+	spi_connect();
+	failures_purge(fcinfo, inbox, retention_cutoff(inbox, GetCurrentTimestamp()));
+	SPI_finish();
 
 	PG_RETURN_INT64(purged);
 }

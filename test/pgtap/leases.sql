@@ -8,7 +8,7 @@
 -- Everything below, the role included, is rolled back.
 
 BEGIN;
-SELECT plan(153);
+SELECT plan(158);
 
 -- Type names in the expected values are printed the way regtype prints them
 -- with this search_path (so the extension's own types show as inbox.lease_status).
@@ -66,7 +66,7 @@ SELECT is(pg_get_function_arguments(p.oid), a.arguments,
 SELECT volatility_is('inbox', fname, args, volatility) FROM api ORDER BY fname, args;
 
 SELECT has_enum('inbox', 'lease_status', 'inbox.lease_status exists');
-SELECT enum_has_labels('inbox', 'lease_status', '{acquired,in_progress,completed}'::name[]);
+SELECT enum_has_labels('inbox', 'lease_status', '{acquired,in_progress,completed,quarantined}'::name[]);
 
 SELECT has_sequence('inbox', 'lease_tokens', 'fencing tokens come from inbox.lease_tokens');
 -- A restored database must go on handing out higher tokens than the dumped ones.
@@ -76,12 +76,14 @@ SELECT ok((SELECT 'inbox.lease_tokens'::regclass::oid = ANY (extconfig)
 
 SELECT has_view('inbox', 'stats', 'inbox.stats exists');
 SELECT columns_are('inbox', 'stats',
-                   '{inbox,claims,duplicates,in_progress,fingerprint_conflicts,takeovers,purged,oldest_claim}'::name[]);
+                   '{inbox,claims,duplicates,in_progress,fingerprint_conflicts,takeovers,purged,oldest_claim,quarantined,blocked,retried,discarded,forgotten}'::name[]);
 SELECT col_type_is('inbox', 'stats', c, t, format('inbox.stats.%s is %s', c, t))
   FROM (VALUES ('inbox', 'regclass'), ('claims', 'bigint'), ('duplicates', 'bigint'),
                ('in_progress', 'bigint'), ('fingerprint_conflicts', 'bigint'),
                ('takeovers', 'bigint'), ('purged', 'bigint'),
-               ('oldest_claim', 'timestamp with time zone')) AS v(c, t)
+               ('oldest_claim', 'timestamp with time zone'), ('quarantined', 'bigint'),
+               ('blocked', 'bigint'), ('retried', 'bigint'), ('discarded', 'bigint'),
+               ('forgotten', 'bigint')) AS v(c, t)
  ORDER BY c;
 
 -- Privileges, seen by a fresh role, which has exactly what PUBLIC has.

@@ -125,8 +125,8 @@ SELECT is((SELECT proconfig FROM pg_proc
           '{"search_path=pg_catalog, pg_temp"}'::text[],
           'the definer-rights function pins its search_path');
 
-SELECT enum_has_labels('inbox', 'outcome', '{applied,duplicate}'::name[]);
-SELECT enum_has_labels('inbox', 'claim_status', '{claimed,duplicate,in_progress}'::name[]);
+SELECT enum_has_labels('inbox', 'outcome', '{applied,duplicate,quarantined}'::name[]);
+SELECT enum_has_labels('inbox', 'claim_status', '{claimed,duplicate,in_progress,quarantined,blocked}'::name[]);
 
 -- pg_dump keeps the registry's rows because it is a configuration table
 SELECT ok((SELECT 'inbox.registry'::regclass::oid = ANY (extconfig)

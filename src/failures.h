@@ -1,0 +1,37 @@
+/*
+ * failures.h
+ *		What record_failure, the operator's verbs (failures.c) and claim_in_order
+ *		(key_order.c) share: the call's inbox and message, and statements on the
+ *		extension's failures and blocked tables.
+ */
+#ifndef INBOX_FAILURES_H
+#define INBOX_FAILURES_H
+
+#include "fmgr.h"
+#include "datatype/timestamp.h"
+
+#include "inbox.h"
+
+/* One call's inbox and message, with the message id as the failures table keeps it. */
+typedef struct FailureCall
+{
+	FunctionCallInfo fcinfo;
+	InboxInfo  *inbox;
+	Datum		id;
+	Datum		id_text;
+	Oid			actor;			/* the caller, for the audit row */
+} FailureCall;
+
+/* $1 and $2 of every statement run by failures_execute. */
+#define FAILURE_IS "inbox OPERATOR(pg_catalog.=) $1 AND message_id OPERATOR(pg_catalog.=) $2"
+
+extern void failure_call(FunctionCallInfo fcinfo, AclMode rights, FailureCall *call);
+extern uint64 failures_execute(const FailureCall *call, const char *sql, int nargs,
+							   const Oid *types, const Datum *args, const bool *args_null);
+extern void failures_purge(FunctionCallInfo fcinfo, const InboxInfo *inbox,
+						   TimestampTz cutoff);
+extern Datum text_arg_clipped(FunctionCallInfo fcinfo, int argno, int max, bool *isnull);
+extern Datum ordering_key_arg(FunctionCallInfo fcinfo, int argno, bool *isnull);
+extern void key_order_lock(const InboxInfo *inbox, Datum ordering_key);
+
+#endif							/* INBOX_FAILURES_H */
