@@ -413,6 +413,15 @@ REENTRY = [
     ("guard_transitions", "PERFORM inbox.guard_transitions('fz.orders', 'status', '{\"PENDING\": [\"PAID\"]}')"),
     ("upsert", "PERFORM inbox.upsert('fz.orders', jsonb_build_object('id', 77, 'status', 'PENDING'))"),
     ("truncate_other", "DELETE FROM fz.r WHERE message_id <> NEW.message_id"),
+    ("record_failure_same_id", "PERFORM inbox.record_failure('fz.r', NEW.message_id, 'boom', 'k')"),
+    ("record_failure_other", "PERFORM inbox.record_failure('fz.r', NEW.message_id || '-f', 'boom')"),
+    ("quarantine_other", "PERFORM inbox.set_max_attempts('fz.r', 1); "
+                         "PERFORM inbox.record_failure('fz.r', NEW.message_id || '-q', 'boom', 'k')"),
+    ("claim_in_order", "PERFORM inbox.set_key_ordering('fz.r', true); "
+                       "PERFORM inbox.claim_in_order('fz.r', NEW.message_id || '-o', 'k')"),
+    ("retry_same_id", "PERFORM inbox.retry('fz.r', NEW.message_id)"),
+    ("discard_other", "PERFORM inbox.discard('fz.r', NEW.message_id || '-d')"),
+    ("forget_same_id", "PERFORM inbox.forget('fz.r', NEW.message_id)"),
 ]
 REENTRY_CALLS = [
     "SELECT inbox.claim('fz.r', 'a'), inbox.claim('fz.r', 'b')",
@@ -421,6 +430,7 @@ REENTRY_CALLS = [
     "SELECT * FROM inbox.claim_apply_many('fz.r', ARRAY['a', 'b', 'a'], 'SELECT count(*) FROM unnest($1, $2::int[])', ARRAY[1, 2, 3])",
     "SELECT (inbox.acquire('fz.r', 'a', '1 minute')).*, (inbox.acquire('fz.r', 'b', '1 minute')).*",
     "SELECT inbox.try_claim('fz.r', 'a'), inbox.try_claim('fz.r', 'b')",
+    "SELECT inbox.set_key_ordering('fz.r', true), inbox.claim_in_order('fz.r', 'a', 'k'), inbox.claim_in_order('fz.r', 'b', 'k')",
     "SELECT inbox.claim('fz.r', 'a', inbox.fingerprint('{}')), inbox.claim('fz.r', 'b', inbox.fingerprint('{}'))",
 ]
 
