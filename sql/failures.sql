@@ -30,6 +30,13 @@ SELECT inbox.claim_apply('fail_inbox', 'm-1', 'INSERT INTO fail_effects VALUES (
 SELECT * FROM inbox.claim_apply_many('fail_inbox', ARRAY['m-1', 'm-2'],
                                      'INSERT INTO fail_effects SELECT unnest($1::text[])');
 SELECT * FROM inbox.claim_many('fail_inbox', ARRAY['m-1', 'm-3']);
+-- A duplicate after a quarantined one answers for itself, not for the one before.
+SELECT inbox.claim('fail_inbox', 'm-1') AS quarantined_claim, inbox.try_claim('fail_inbox', 'm-2') AS next,
+       inbox.claim_apply('fail_inbox', 'm-1', 'SELECT 1') AS again,
+       (SELECT array_agg(outcome) FROM inbox.claim_apply_many('fail_inbox', ARRAY['m-2'], 'SELECT 1')) AS batch;
+SET idempotent_inbox.force_path = probe;
+SELECT inbox.claim_apply('fail_inbox', 'm-1', 'SELECT 1') AS probed, inbox.claim_apply('fail_inbox', 'm-2', 'SELECT 1') AS probed_next;
+RESET idempotent_inbox.force_path;
 SELECT id FROM fail_effects ORDER BY id;
 SELECT quarantined, retried, discarded, forgotten FROM inbox.stats WHERE inbox = 'fail_inbox'::regclass;
 

@@ -270,6 +270,7 @@ claim_dispatch(InboxInfo *inbox, Datum message_id, bytea *fingerprint, bool conn
 	bool		checked = inbox->has_retention || fingerprint != NULL;
 	bool		claimed;
 
+	inbox->dup_row_known = false;
 	if (inbox->routed && fingerprint == NULL)
 	{
 		if (!connected)
@@ -301,10 +302,27 @@ claim_quarantined(InboxInfo *inbox, Datum message_id)
 {
 	ClaimRow	row;
 
+	inbox->dup_row_known = false;
 	if (inbox->routed)
 		return false;
 	claim_row_read(inbox, message_id, true, &row);
 	return claim_row_quarantined(&row);
+}
+
+/*
+ * The same, right after claim_one of this id answered duplicate: the direct
+ * path's look has read the row already, and says so (claim_direct.c), which
+ * saves a duplicate its second look.
+ */
+bool
+claim_quarantined_after_claim(InboxInfo *inbox, Datum message_id)
+{
+	if (inbox->dup_row_known && !inbox->routed)
+	{
+		inbox->dup_row_known = false;
+		return inbox->dup_row_quarantined;
+	}
+	return claim_quarantined(inbox, message_id);
 }
 
 /* Claim one id, for callers that have connected SPI (claim_apply, try_claim). */
@@ -407,7 +425,7 @@ claim_status_of_insert(InboxInfo *inbox, Datum id)
 {
 	if (claim_one(inbox, id, NULL))
 		return "claimed";
-	return claim_quarantined(inbox, id) ? "quarantined" : "duplicate";
+	return claim_quarantined_after_claim(inbox, id) ? "quarantined" : "duplicate";
 }
 
 PG_FUNCTION_INFO_V1(inbox_try_claim);

@@ -213,7 +213,7 @@ claim_apply_common(FunctionCallInfo fcinfo, bool sharded)
 	statement = statement_cache_get(source, args.nargs, args.types);
 	claimed = claim_then_apply(inbox, id, sharded ? &shard_key : NULL, statement, &args);
 	SPI_finish();
-	quarantined = !claimed && claim_quarantined(inbox, id);
+	quarantined = !claimed && claim_quarantined_after_claim(inbox, id);
 
 	/*
 	 * The statement, or another session meanwhile, may have dropped the

@@ -129,9 +129,14 @@ claim_direct(InboxInfo *inbox, Datum message_id, bool probe_first, HeldInbox *he
 		ClaimRow	row;
 
 		claim_row_retry(inbox, message_id, &retries);
-		claim_row_read(inbox, message_id, false, &row);
+		claim_row_read_for_claim(inbox, message_id, &row);
 		if (row.state == ROW_PRESENT)
+		{
+			/* Read anyway: claim_quarantined asks next (failures.c). */
+			inbox->dup_row_known = true;
+			inbox->dup_row_quarantined = claim_row_quarantined(&row);
 			return CLAIM_DIRECT_DUPLICATE;
+		}
 		if (row.state != ROW_ABSENT)
 		{
 			claim_row_wait(inbox, &row);

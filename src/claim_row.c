@@ -84,12 +84,25 @@ copy_present_columns(TupleTableSlot *slot, void *arg)
 	copy_columns(c->inbox, slot, c->row);
 }
 
+/* What claim_row_quarantined needs of a present row, and nothing else. */
+static void
+copy_quarantine_columns(TupleTableSlot *slot, void *arg)
+{
+	ColumnsArg *c = arg;
+	Datum		value;
+
+	c->row->claimed_at = column_value(c->inbox, slot, COL_CLAIMED_AT, &value) ?
+		DatumGetTimestampTz(value) : DT_NOBEGIN;
+	c->row->leased = column_value(c->inbox, slot, COL_LEASE_UNTIL, &value);
+}
+
 /*
  * The claim of one id, as direct_access_dirty_lookup sees it.  columns: also copy the row's
  * columns, for a present row.  The caller has locked the inbox.
  */
-void
-claim_row_read(InboxInfo *inbox, Datum message_id, bool columns, ClaimRow *row)
+static void
+claim_row_lookup(InboxInfo *inbox, Datum message_id, void (*copy) (TupleTableSlot *, void *),
+				 ClaimRow *row)
 {
 	Relation	heap = table_open(inbox->relid, NoLock);
 	Relation	index = index_open(inbox->pkindex, AccessShareLock);
@@ -106,10 +119,26 @@ claim_row_read(InboxInfo *inbox, Datum message_id, bool columns, ClaimRow *row)
 	ScanKeyInit(&key, 1, BTEqualStrategyNumber, inbox->key_eq, message_id);
 	key.sk_collation = index->rd_indcollation[0];
 	row->state = direct_access_dirty_lookup(heap, index, &key, 1, &row->wait, &row->tid,
-											columns ? copy_present_columns : NULL, &arg);
+											copy, &arg);
 
 	index_close(index, AccessShareLock);
 	table_close(heap, NoLock);
+}
+
+void
+claim_row_read(InboxInfo *inbox, Datum message_id, bool columns, ClaimRow *row)
+{
+	claim_row_lookup(inbox, message_id, columns ? copy_present_columns : NULL, row);
+}
+
+/*
+ * claim_row_read for a claim's look: of a present row only claimed_at and
+ * whether it is leased, enough for claim_row_quarantined.
+ */
+void
+claim_row_read_for_claim(InboxInfo *inbox, Datum message_id, ClaimRow *row)
+{
+	claim_row_lookup(inbox, message_id, copy_quarantine_columns, row);
 }
 
 /* Wait for the transaction that is inserting or changing the row, as a unique index would. */

@@ -9,6 +9,7 @@
 #include "inbox.h"
 
 extern void claim_row_read(InboxInfo *inbox, Datum message_id, bool columns, ClaimRow *row);
+extern void claim_row_read_for_claim(InboxInfo *inbox, Datum message_id, ClaimRow *row);
 extern void claim_row_wait(InboxInfo *inbox, const ClaimRow *row);
 extern bool claim_row_stored(InboxInfo *inbox, Datum message_id, uint64 stored);
 extern void claim_row_check_written(InboxInfo *inbox, Datum message_id);

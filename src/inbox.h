@@ -147,6 +147,13 @@ typedef struct InboxInfo
 	SPIPlanPtr	plans[SQL_NUM_STATEMENTS];
 	InboxCounters *counters;	/* looked up once per load; NULL if not preloaded */
 	int			dup_rate;		/* recent share of duplicates, see claim_one */
+	/*
+	 * Set by a claim that answered duplicate from the row it read (the direct
+	 * path's look): whether that row was a quarantine, so that claim_quarantined
+	 * need not read it again.  Cleared at each claim.
+	 */
+	bool		dup_row_known;
+	bool		dup_row_quarantined;
 } InboxInfo;
 
 /*
