@@ -89,3 +89,23 @@ def group_done(r, design_key):
         if group["name"] == group_of(design_key):
             return group["pending"] == 0 and group["last-delivered-id"] == last
     raise KeyError(design_key)
+
+
+def poison_loop(r, design_key, deliveries):
+    """(entries, redeliveries) if the group is stuck on poison: every entry delivered,
+    every one but some poison payments acknowledged, and each of those delivered at
+    least `deliveries` times; None otherwise.  Redeliveries counts the deliveries after
+    the first of each of them (XPENDING's delivery counter)."""
+    from payments import Payment    # payments imports this module
+    last = r.xinfo_stream(STREAM)["last-generated-id"]
+    group = next(g for g in r.xinfo_groups(STREAM) if g["name"] == group_of(design_key))
+    if group["last-delivered-id"] != last or not 0 < group["pending"] <= 1000:
+        return None
+    pending = r.xpending_range(STREAM, group_of(design_key), "-", "+", group["pending"])
+    if any(p["times_delivered"] < deliveries for p in pending):
+        return None
+    for p in pending:
+        entry = r.xrange(STREAM, p["message_id"], p["message_id"])
+        if not entry or not Payment.from_fields(entry[0][1]).poison:
+            return None
+    return len(pending), sum(p["times_delivered"] - 1 for p in pending)

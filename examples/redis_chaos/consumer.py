@@ -19,11 +19,17 @@ ask about their own entry only, so a crash of E hits one entry and kills the oth
 wherever they are.  Whether a payment crashes at a point depends only on the seed, the
 design, the payment and the point, so a run's planned crashes can be reproduced; the
 supervisor adds kills at random times on top.
+
+An entry whose payment failed (handle_batch's 'failed': rolled back, a poison payment)
+is not acknowledged: it stays pending, and every RETRY_MS, between its polls of new
+entries, the consumer reads its own pending entries again (XREADGROUP from id 0) and
+hands them over once more, as a redelivery.  Every other outcome is acknowledged, 'dropped' and 'quarantined' too.
 """
 import os
 import random
 import signal
 import sys
+import time
 
 import broker
 import referee
@@ -32,6 +38,8 @@ from payments import Payment
 
 POLL = 10           # entries per XREADGROUP at least; all of them stay pending until acknowledged
 BLOCK_MS = 1000
+RETRY_MS = 50       # a failed entry is read again this often, while new ones flow on
+OUTCOMES = ("failed", "dropped", "quarantined")     # counted as {design}:{outcome}
 
 
 class CrashPlan:
@@ -89,6 +97,8 @@ def main(design_key, name, port, seed, rate):
                      int(name.rsplit("-", 1)[1]), seed)
 
     def process(entries, redelivered):
+        """True if an entry failed and was left pending."""
+        failing = False
         for start in range(0, len(entries), design.batch):
             batch = entries[start:start + design.batch]
             crash.batch = [Payment.from_fields(fields) for _entry_id, fields in batch]
@@ -99,12 +109,16 @@ def main(design_key, name, port, seed, rate):
                      for (entry_id, fields), payment in zip(batch, crash.batch)],
                     crash, lambda entry_id: r.xack(broker.STREAM, group, entry_id),
                     redelivered)
-                count(crash.batch, outcomes, redelivered)
+                failing = count(crash.batch, outcomes, redelivered) or failing
                 continue
             outcomes = design.handle_batch(conn, crash.batch, crash)
-            count(crash.batch, outcomes, redelivered)
+            failing = count(crash.batch, outcomes, redelivered) or failing
             crash("before_ack")
-            r.xack(broker.STREAM, group, *[entry_id for entry_id, _fields in batch])
+            done = [entry_id for (entry_id, _fields), outcome in zip(batch, outcomes)
+                    if outcome != "failed"]
+            if done:
+                r.xack(broker.STREAM, group, *done)
+        return failing
 
     def count(batch, outcomes, redelivered):
         ids = [p.id for p in batch]
@@ -119,17 +133,33 @@ def main(design_key, name, port, seed, rate):
             # A payment the producer resent into the same batch: one call, two entries.
             pipe.hincrby(broker.STATS, f"{design_key}:skipped_in_batch",
                          sum(1 for n in skipped if ids[n] in ids[:n]))
+        for outcome in OUTCOMES:
+            n = outcomes.count(outcome)
+            if n:
+                pipe.hincrby(broker.STATS, f"{design_key}:{outcome}", n)
+        if getattr(design, "fell_back", False):
+            pipe.hincrby(broker.STATS, f"{design_key}:fallbacks", 1)
         pipe.execute()
+        return "failed" in outcomes
 
     pending = reclaim(r, group, name)
     if pending:
         r.hincrby(broker.STATS, f"{design_key}:reclaimed", len(pending))
     forget_dead_consumers(r, group, name)
-    process(pending, redelivered=True)
+    failing = process(pending, redelivered=True)
+    retry_at = time.monotonic() + RETRY_MS / 1000
     while True:
         for _stream, entries in r.xreadgroup(group, name, {broker.STREAM: ">"},
-                                             count=max(POLL, design.batch), block=BLOCK_MS):
-            process(entries, redelivered=False)
+                                             count=max(POLL, design.batch),
+                                             block=RETRY_MS if failing else BLOCK_MS):
+            failing = process(entries, redelivered=False) or failing
+        if failing and time.monotonic() >= retry_at:
+            # Our own pending entries, all of them: only those we left unacknowledged
+            # after a failure (a poll is acknowledged before the next one is read).
+            failing = False
+            for _stream, entries in r.xreadgroup(group, name, {broker.STREAM: "0"}):
+                failing = process(entries, redelivered=True) or failing
+            retry_at = time.monotonic() + RETRY_MS / 1000
 
 
 if __name__ == "__main__":

@@ -12,6 +12,14 @@ SIGKILL the process: the named points (and before_ack, in the consumer) are the 
 that matter.  A crash before COMMIT is harmless to every design (the server rolls the
 transaction back); the windows after a COMMIT are where the designs differ.
 
+Poison payments (payments.py) fail inside their UPDATE on every attempt.  handle_batch
+answers 'failed' for one the design rolled back and leaves pending (the consumer does
+not XACK it and reads it again), 'dropped' for one it rolled back and acknowledges all
+the same, and 'quarantined' for one the inbox quarantined (acknowledged: no claim will
+ever run it).  A and B leave it pending, and so redeliver it forever; D acknowledges
+it after the rollback, so it is gone without a trace; C and E record each failed
+attempt with inbox.record_failure and acknowledge it once the inbox quarantines it.
+
 Every UPDATE of a balance also sets paid_by to the payments it applies: that column is
 the referee's instrument (referee.py), not part of any design.
 """
@@ -21,18 +29,41 @@ import time
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 
+import psycopg
+
 CREDIT = "UPDATE accounts SET balance = balance + %s, paid_by = ARRAY[%s] WHERE id = %s"
+# The inbox designs' failure path: after the failed attempt rolled back, a transaction
+# of its own.  retry: leave it pending; quarantined: acknowledge it.
+MAX_ATTEMPTS = 5
+RECORD_FAILURE = "SELECT status::text, attempts FROM inbox.record_failure('payments', %s, %s)"
+# A poison payment's error: a data exception (class 22, here 22003 bigint out of range).
+# Anything else is a bug in the demo and kills the consumer with it.
+POISON_ERROR = psycopg.errors.DataError
+
+
+def first_line(error):
+    return (str(error).splitlines() or [type(error).__name__])[0]
 
 
 class PerMessage:
-    """A, B and D: one payment, one transaction."""
+    """A, B and D: one payment, one transaction.  A payment whose transaction fails is
+    rolled back and, by on_poison, left pending to be redelivered ('failed') or
+    acknowledged all the same ('dropped')."""
     batch = 1
+    on_poison = "failed"
 
     def setup(self, conn):
         pass
 
     def handle_batch(self, conn, payments, crash):
-        return [self.handle(conn, payment, crash) for payment in payments]
+        return [self.attempt(conn, payment, crash) for payment in payments]
+
+    def attempt(self, conn, payment, crash):
+        try:
+            return self.handle(conn, payment, crash)
+        except POISON_ERROR:
+            conn.rollback()
+            return self.on_poison
 
     @staticmethod
     def credit(conn, payment):
@@ -76,12 +107,23 @@ class Inbox:
     runs once, over the fresh payments only: $1 is their ids, $2 and $3 their accounts
     and amounts, cut to the same positions; a payment repeated inside the poll or
     replayed from an earlier one never reaches it.  It sums per account, because an
-    UPDATE ... FROM changes each row once however many payments join it."""
+    UPDATE ... FROM changes each row once however many payments join it.
+
+    A poison payment makes the whole statement fail.  The poll is rolled back and done
+    again one payment per transaction with claim_apply (fallbacks counts such polls):
+    the good payments are applied, and the poison one fails alone; its failure is
+    recorded with record_failure in a transaction of its own.  'retry' leaves it
+    pending, to be redelivered; at the inbox's MAX_ATTEMPTS it is 'quarantined', and
+    acknowledged.  Every later delivery of it (a resend, or a redelivery after a kill)
+    is answered 'quarantined' by claim_apply_many without reaching the statement, so
+    a poll holding it no longer fails."""
     key, title = "c", "C. idempotent_inbox claim_apply_many"
     batch = 100
     inbox = True            # exact by design, not by luck
     # psycopg sends a list of str untyped: the casts type the arrays without the help
     # of the library's parse hook, which a session gets only once the library is loaded.
+    # The amounts are numeric, so that a poison amount fails inside the statement, where
+    # the sum is stored into the bigint balance, and not in the cast of the arguments.
     CLAIM_APPLY_MANY = """
         SELECT outcome::text FROM inbox.claim_apply_many('payments', %s::text[],
             'UPDATE accounts a SET balance = a.balance + m.total, paid_by = m.ids
@@ -89,24 +131,57 @@ class Inbox:
                        FROM unnest($1, $2, $3) AS u(id, account, amount)
                       GROUP BY account) m
               WHERE a.id = m.account',
-            %s::text[], %s::int[])"""
+            %s::text[], %s::numeric[])"""
+    CLAIM_APPLY = """
+        SELECT inbox.claim_apply('payments', %s,
+            'UPDATE accounts SET balance = balance + $1, paid_by = ARRAY[$2] WHERE id = $3',
+            %s::numeric, %s::text, %s::text)::text"""
+    FAILED = {"retry": "failed", "quarantined": "quarantined", "applied": "duplicate"}
+
+    def __init__(self):
+        self.fell_back = False
 
     def setup(self, conn):
         conn.execute("SELECT inbox.create_inbox('payments')")
+        conn.execute("SELECT inbox.set_max_attempts('payments', %s)", (MAX_ATTEMPTS,))
 
     def handle_batch(self, conn, payments, crash):
-        outcomes = [row[0] for row in conn.execute(
-            self.CLAIM_APPLY_MANY, ([p.id for p in payments], [p.account for p in payments],
-                                    [p.amount for p in payments]))]
+        self.fell_back = False
+        try:
+            outcomes = [row[0] for row in conn.execute(
+                self.CLAIM_APPLY_MANY, ([p.id for p in payments],
+                                        [p.account for p in payments],
+                                        [p.amount for p in payments]))]
+        except POISON_ERROR:
+            conn.rollback()
+            self.fell_back = True
+            return [self.one(conn, payment) for payment in payments]
         crash("before_commit")
         conn.commit()
         return outcomes
 
+    def one(self, conn, payment):
+        """One payment in a transaction of its own; its failure in another."""
+        try:
+            outcome = conn.execute(self.CLAIM_APPLY, (payment.id, payment.amount, payment.id,
+                                                      payment.account)).fetchone()[0]
+            conn.commit()
+            return outcome
+        except POISON_ERROR as error:
+            conn.rollback()
+            status, _attempts = conn.execute(RECORD_FAILURE,
+                                             (payment.id, first_line(error))).fetchone()
+            conn.commit()
+            return self.FAILED[status]
+
 
 class SeparateStep(PerMessage):
     """Durable ids, but recorded in a transaction of their own after the effect's: a
-    crash between the two commits leaves an applied payment whose id was never saved."""
+    crash between the two commits leaves an applied payment whose id was never saved.
+    A payment that fails is rolled back and acknowledged, so that it cannot hold the
+    stream up: it is dropped, and nothing in the database says so."""
     key, title = "d", "D. id recorded in a separate step"
+    on_poison = "dropped"
 
     def setup(self, conn):
         conn.execute("CREATE TABLE seen_ids (payment_id text PRIMARY KEY)")
@@ -146,7 +221,16 @@ class ParallelOffsets:
     A restarted consumer reads inbox.resume_points: the watermark, and the offsets
     completed above it.  A consumer could skip those without a transaction; this one
     hands its redelivered entries to claim_offset all the same and counts whether the
-    two agree (every entry resume_points calls applied must answer false)."""
+    two agree (every entry resume_points calls applied must answer false).
+
+    A poison payment fails inside the transaction, which takes its claim_offset back
+    with it: the offset stays open, a gap below the offsets completed above it.  The
+    worker records the failure by payment id with record_failure, in a transaction of
+    its own, and leaves the entry pending ('retry'); once the inbox quarantines the
+    payment, the worker completes its offset with claim_offset alone, without the
+    effect, so that the watermark moves past it, and acknowledges the entry.  The
+    payment stays in inbox.quarantine, and a later delivery of its offset is answered
+    false."""
     key = "e"
     batch = 40              # entries per poll, shared out to the workers
     workers = 4
@@ -168,6 +252,7 @@ class ParallelOffsets:
 
     def setup(self, conn):
         conn.execute("SELECT inbox.create_inbox('payments')")
+        conn.execute("SELECT inbox.set_max_attempts('payments', %s)", (MAX_ATTEMPTS,))
 
     def start(self, connect, r, stats_key, incarnation, seed):
         """Once per process: the workers' connections, and where the partition stands."""
@@ -193,29 +278,34 @@ class ParallelOffsets:
         return seq <= self.resumed_watermark or seq in self.resumed_completed
 
     def handle_entries(self, entries, crash, ack, redelivered):
-        """entries: [(entry id, Payment, seq)] of one poll; returns 'applied' or
-        'duplicate' for each, in their order, once every worker is done with the poll."""
+        """entries: [(entry id, Payment, seq)] of one poll; returns 'applied',
+        'duplicate', 'failed' or 'quarantined' for each, in their order, once every
+        worker is done with the poll."""
         order = list(range(len(entries)))
         self.rng.shuffle(order)
         twice = {seq for seq, n in Counter(seq for _e, _p, seq in entries).items() if n > 1}
         futures = {n: self.pool.submit(self._one, *entries[n], crash, ack, redelivered,
                                        entries[n][2] in twice)
                    for n in order}
-        return ["applied" if futures[n].result() else "duplicate" for n in range(len(entries))]
+        return [futures[n].result() for n in range(len(entries))]
 
     def _one(self, entry_id, payment, seq, crash, ack, redelivered, twice_in_poll):
-        """One entry, on whichever worker runs it: True if it was fresh."""
+        """One entry, on whichever worker runs it: 'applied' if it was fresh."""
         conn = self.connections.get()
         try:
-            fresh = conn.execute(self.CLAIM, (self.TOPIC, self.PARTITION, seq,
-                                              self.generation)).fetchone()[0]
-            above, gaps = False, 0
-            if fresh:
-                PerMessage.credit(conn, payment)
-                # Inside the transaction: the watermark counts our own offset.
-                watermark, gaps = conn.execute(self.PROGRESS,
-                                               (self.TOPIC, self.PARTITION)).fetchone()
-                above = watermark is None or watermark < seq
+            try:
+                fresh = conn.execute(self.CLAIM, (self.TOPIC, self.PARTITION, seq,
+                                                  self.generation)).fetchone()[0]
+                above, gaps = False, 0
+                if fresh:
+                    PerMessage.credit(conn, payment)
+                    # Inside the transaction: the watermark counts our own offset.
+                    watermark, gaps = conn.execute(self.PROGRESS,
+                                                   (self.TOPIC, self.PARTITION)).fetchone()
+                    above = watermark is None or watermark < seq
+            except POISON_ERROR as error:
+                conn.rollback()
+                return self._failed(conn, entry_id, payment, seq, error, ack)
             time.sleep(self.rng.uniform(0, self.JITTER))
             crash("before_commit", [payment])
             conn.commit()
@@ -241,7 +331,21 @@ class ParallelOffsets:
                 pipe.hincrby(self.stats_key, f"{self.key}:{name}", int(n))
         pipe.eval(self.MAX_SCRIPT, 1, self.stats_key, f"{self.key}:max_gaps", gaps)
         pipe.execute()
-        return fresh
+        return "applied" if fresh else "duplicate"
+
+    def _failed(self, conn, entry_id, payment, seq, error, ack):
+        """After a poison payment's transaction rolled back: 'failed' (left pending)
+        or 'quarantined' (its offset completed without the effect, and acknowledged)."""
+        status, _attempts = conn.execute(RECORD_FAILURE,
+                                         (payment.id, first_line(error))).fetchone()
+        conn.commit()
+        if status == "retry":
+            return "failed"
+        if status == "quarantined":
+            conn.execute(self.CLAIM, (self.TOPIC, self.PARTITION, seq, self.generation))
+            conn.commit()
+        ack(entry_id)
+        return "quarantined" if status == "quarantined" else "duplicate"
 
 
 DESIGNS = {d.key: d for d in (NoDedup, MemorySet, Inbox, SeparateStep, ParallelOffsets)}

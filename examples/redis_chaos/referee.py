@@ -78,3 +78,16 @@ def applications(design_key):
                                WHERE design = %s GROUP BY payment_id""",
                             (schema_of(design_key),))
         return Counter(dict(rows.fetchall()))
+
+
+def quarantine(design_key):
+    """The inbox's quarantine, for the designs built on it: message id -> (state,
+    attempts, last error); {} for the others."""
+    if not getattr(DESIGNS[design_key], "inbox", False):
+        return {}
+    with connect(autocommit=True) as conn:
+        rows = conn.execute("""SELECT message_id, state, attempts, last_error
+                                 FROM inbox.quarantine
+                                WHERE inbox = %s::regclass""",
+                            (f"{schema_of(design_key)}.payments",))
+        return {mid: (state, attempts, error) for mid, state, attempts, error in rows}

@@ -1,6 +1,9 @@
 """The supervisor: runs one consumer process per design, restarts every consumer that
 dies, and adds chaos of its own: SIGKILLs at random times, wherever the victim happens
-to be.  It returns once every group has every entry delivered and acknowledged.
+to be.  It returns once every group has every entry delivered and acknowledged, or
+has given up on a design: a group whose only pending entries are poison payments, each
+delivered LOOP_DELIVERIES times, would redeliver them forever, and its consumer is
+stopped (looping: the entries and their redeliveries).
 """
 import os
 import signal
@@ -15,6 +18,7 @@ CONSUMER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "consumer.py
 POLL = 0.02
 MIN_UPTIME = 0.3            # a consumer younger than this is still importing: not worth a kill
 KILL_GAP = (0.1, 0.6)       # seconds between two supervisor kills
+LOOP_DELIVERIES = 20        # deliveries of each poison entry before a design counts as looping
 
 
 @dataclass
@@ -43,6 +47,7 @@ class Supervisor:
         self.killed = dict.fromkeys(design_keys, 0)     # by the supervisor
         self.restarts = dict.fromkeys(design_keys, 0)
         self.drained = {}           # design key -> seconds until its group had every entry
+        self.looping = {}           # design key -> (seconds, poison entries, redeliveries)
 
     def run(self, timeout):
         started = time.monotonic()
@@ -53,7 +58,10 @@ class Supervisor:
             next_kill = time.monotonic() + self.rng.uniform(*KILL_GAP)
             while not self._all_drained(started):
                 if time.monotonic() > deadline:
-                    raise ConsumerFailed(f"the consumers did not finish within {timeout:.0f} s")
+                    stuck = [k for k in self.design_keys
+                             if k not in self.drained and k not in self.looping]
+                    raise ConsumerFailed(f"the consumers did not finish within {timeout:.0f} s: "
+                                         f"{', '.join(stuck)} still had entries pending")
                 self._restart_the_dead()
                 # A kill that finds no consumer worth killing (all just restarted, or
                 # done) is tried again at the next poll, not a whole gap later: a short
@@ -67,9 +75,16 @@ class Supervisor:
 
     def _all_drained(self, started):
         for key in self.design_keys:
-            if key not in self.drained and broker.group_done(self.r, key):
+            if key in self.drained or key in self.looping:
+                continue
+            if broker.group_done(self.r, key):
                 self.drained[key] = time.monotonic() - started
-        return len(self.drained) == len(self.design_keys)
+                continue
+            stuck = broker.poison_loop(self.r, key, LOOP_DELIVERIES)
+            if stuck:
+                self.looping[key] = (time.monotonic() - started, *stuck)
+                children.stop(self.consumers.pop(key).proc)
+        return len(self.drained) + len(self.looping) == len(self.design_keys)
 
     def _start(self, key, incarnation):
         log = os.path.join(self.workdir, f"consumer-{key}-{incarnation}.log")

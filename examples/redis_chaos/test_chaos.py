@@ -6,7 +6,10 @@ redelivered entries, C applied its polls with one claim_apply_many call each and
 recognised redelivered payments and payments repeated inside a poll, E's parallel
 workers completed offsets out of order, above gaps that SIGKILLs left behind for its
 restarts to find in resume_points, and the design without deduplication (A) did apply
-duplicates.  B and D are allowed to be right by luck.  Also checks the referee itself:
+duplicates.  B and D are allowed to be right by luck.  The poison payments: C and E
+quarantine exactly them, each after MAX_ATTEMPTS failed attempts, none applied, and
+every claim path of C answers 'quarantined' to them afterwards; A and B loop on them
+until the supervisor gives up, and D drops them.  Also checks the referee itself:
 it refuses a balance change that names no payment and counts an id named twice twice.
 Prints TAP for prove, one line per assertion.  Connects with the PG* environment
 variables; needs a database where idempotent_inbox is installed.  Needs redis-server,
@@ -24,7 +27,8 @@ import demo
 import payments
 import referee
 import report
-from designs import schema_of
+import supervisor
+from designs import MAX_ATTEMPTS, schema_of
 
 sys.path.append(os.path.join(os.path.dirname(os.path.abspath(__file__)),
                              "..", "..", "test", "python"))
@@ -51,9 +55,11 @@ def main():
     try:
         outcome = demo.run(EVENTS, KILLS, SEED, CRASH_RATE, say=lambda line: None)
     except Exception:  # noqa: BLE001 - reported as the failure it is
-        died("the chaos run finished with every entry acknowledged")
+        died("the chaos run finished with every entry acknowledged but the poison of the "
+             "designs that loop")
         return done()
-    ok(True, "the chaos run finished with every entry acknowledged")
+    ok(True, "the chaos run finished with every entry acknowledged but the poison of the "
+       "designs that loop")
     for line in (demo.summary(outcome) + "\n\n" + report.table(outcome.results)).splitlines():
         print(f"# {line}")
 
@@ -64,10 +70,13 @@ def main():
        "C (claim_apply_many): the referee saw each payment applied exactly once",
        f"{c.twice} applied twice, {c.lost} lost")
     # demo.run makes its payments first from random.Random(seed).
-    ids = [p.id for p in payments.make_payments(EVENTS, random.Random(SEED))]
+    made = payments.make_payments(EVENTS, random.Random(SEED), SEED)
+    ids = [p.id for p in made if not p.poison]
+    poison = sorted(p.id for p in made if p.poison)
     ledger = referee.applications("c")
     ok(ledger == Counter(ids),
-       "C (claim_apply_many): the referee's ledger holds every payment id once and nothing else",
+       "C (claim_apply_many): the referee's ledger holds every payment id but the poison "
+       "ones once, and nothing else",
        f"{len(ledger)} ids, {sum(ledger.values())} rows, want {len(ids)}")
     at_least(outcome.supervisor_kills, 1, "the supervisor SIGKILLed consumers at random times")
     for point, where in demo.POINTS.items():
@@ -76,10 +85,12 @@ def main():
     batch_path(outcome)
     at_least(outcome.reclaimed["c"], 1, "XAUTOCLAIM redelivered entries to C's restarted consumer")
     offsets_path(outcome, Counter(ids))
+    poison_path(outcome, poison)
     ok(sum(a.actual.values()) > sum(a.expected.values()),
        "A (no dedup) ends above the right balance: duplicates were delivered and applied",
        f"A: {sum(a.actual.values())}, expected {sum(a.expected.values())}")
-    at_least(a.twice, outcome.resent + 1,
+    # A resent poison payment cannot be applied twice: at most one resend per poison.
+    at_least(a.twice, outcome.resent - len(poison) + 1,
              "A applied every producer resend and at least one consumer redelivery twice")
     ok(server_gone(outcome.redis_port), "the private Redis server is stopped")
     run_scenario(referee_checks)
@@ -129,8 +140,9 @@ def offsets_path(outcome, want_ledger):
        f"{e.twice} applied twice, {e.lost} lost")
     ledger = referee.applications("e")
     ok(ledger == want_ledger,
-       "E (claim_offset, parallel): the referee's ledger holds every payment id once and "
-       "nothing else", f"{len(ledger)} ids, {sum(ledger.values())} rows, want {len(want_ledger)}")
+       "E (claim_offset, parallel): the referee's ledger holds every payment id but the "
+       "poison ones once, and nothing else",
+       f"{len(ledger)} ids, {sum(ledger.values())} rows, want {len(want_ledger)}")
     # Counted inside each transaction after its claim: the watermark, which counts the
     # transaction's own offset, was below it.  In order, this would be 0.
     at_least(stat("above_watermark"), EVENTS // 10,
@@ -155,6 +167,61 @@ def offsets_path(outcome, want_ledger):
     ok(len(rows) == 1 and rows[0][:3] == (EVENTS - 1, 0, 0) and rows[0][3] > 1,
        "E's partition ends with its watermark at the last offset, no gap, and a restart's "
        "generation", f"inbox.streams: {rows}")
+
+
+def poison_path(outcome, poison):
+    """The poison payments: quarantined by the inbox designs after MAX_ATTEMPTS, never
+    applied; redelivered forever by A and B, dropped by D."""
+    ok(len(poison) == max(1, round(EVENTS * payments.POISON_RATE)) == len(outcome.poison),
+       "the producer sent poison payments", f"{poison}")
+    for key, name in (("c", "C (claim_apply_many)"), ("e", "E (claim_offset, parallel)")):
+        quarantine = outcome.quarantine[key]
+        ok(sorted(quarantine) == poison
+           and all(state == "quarantined" and attempts == MAX_ATTEMPTS
+                   and error == "bigint out of range"
+                   for state, attempts, error in quarantine.values()),
+           f"{name}: inbox.quarantine holds exactly the poison payments, each quarantined "
+           f"after {MAX_ATTEMPTS} failed attempts", f"{quarantine}, want {poison}")
+        ledger = referee.applications(key)
+        eq(sum(ledger[pid] for pid in poison), 0,
+           f"{name}: the referee's ledger has no row for a poison payment")
+        with referee.connect(schema_of(key), autocommit=True) as conn:
+            stats = conn.execute("""SELECT quarantined FROM inbox.stats
+                                     WHERE inbox = 'payments'::regclass""").fetchone()
+        eq(stats and stats[0], len(poison), f"{name}: inbox.stats counts them quarantined")
+        ok(outcome.result(key).exact and key in outcome.drained,
+           f"{name}: exact, and its group drained past the poison")
+    at_least(outcome.stat("c", "fallbacks"), 1,
+             "C redid a poll holding a poison payment one payment at a time")
+    # Afterwards every claim path answers 'quarantined' and runs nothing: the statement
+    # would fail if it ran.
+    with referee.connect(schema_of("c")) as conn:
+        one = conn.execute("""SELECT inbox.claim_apply('payments', %s::text,
+                                  'SELECT 1/0')::text,
+                                     (SELECT outcome::text FROM inbox.claim_apply_many(
+                                          'payments', ARRAY[%s::text], 'SELECT 1/0')),
+                                     inbox.try_claim('payments', %s::text)::text,
+                                     inbox.claim('payments', %s::text)""",
+                           (poison[0],) * 4).fetchone()
+        conn.rollback()
+    eq(list(one), ["quarantined", "quarantined", "quarantined", False],
+       "C's claim_apply, claim_apply_many, try_claim and claim answer a quarantined "
+       "payment without running it")
+    for key in ("a", "b"):
+        looping = outcome.looping.get(key)
+        ok(looping is not None and looping[1] >= len(poison)
+           and looping[2] >= looping[1] * (supervisor.LOOP_DELIVERIES - 1)
+           and not outcome.result(key).exact,
+           f"{key.upper()} loops on the poison: its poison entries were redelivered "
+           f"{supervisor.LOOP_DELIVERIES - 1} times each and more, and never drained",
+           f"{looping}")
+    d = outcome.result("d")
+    ok("d" in outcome.drained and d.dropped >= len(poison) and not d.quarantined
+       and not d.exact,
+       "D drops the poison: acknowledged after the failure, no record of it",
+       f"dropped {d.dropped}, poison {len(poison)}")
+    ok("quarantined" in demo.verdict(outcome),
+       "the verdict names the quarantined poison payments", demo.verdict(outcome))
 
 
 def referee_checks():
