@@ -130,26 +130,40 @@ SELECT inbox.discard('fail_inbox', 'o-4', 'skipped');
 SELECT inbox.claim_in_order('fail_inbox', 'o-5', 'acct-1') AS o5;
 
 -- Bad arguments: each with its SQLSTATE, nothing recorded.
-\set VERBOSITY verbose
 SELECT * FROM inbox.record_failure('fail_inbox', 'x', NULL);
+\echo :SQLSTATE
 SELECT * FROM inbox.record_failure('fail_inbox', NULL, 'e');
+\echo :SQLSTATE
 SELECT * FROM inbox.record_failure('fail_inbox', '', 'e');
+\echo :SQLSTATE
 SELECT * FROM inbox.record_failure('fail_inbox', repeat('x', 1025), 'e');
+\echo :SQLSTATE
 SELECT * FROM inbox.record_failure('fail_inbox', 'x', 'e', '');
+\echo :SQLSTATE
 SELECT * FROM inbox.record_failure('fail_inbox', 'x', 'e', repeat('k', 1025));
+\echo :SQLSTATE
 SELECT * FROM inbox.record_failure(NULL, 'x', 'e');
+\echo :SQLSTATE
 SELECT * FROM inbox.record_failure('fail_effects', 'x', 'e');
+\echo :SQLSTATE
 SELECT * FROM inbox.record_failure('fail_inbox', 42::int8, 'e');
+\echo :SQLSTATE
 SELECT inbox.claim_in_order('fail_inbox', 'x', NULL);
+\echo :SQLSTATE
 SELECT inbox.claim_in_order('fail_inbox', 'x', '');
+\echo :SQLSTATE
 SELECT inbox.retry('fail_inbox', NULL);
+\echo :SQLSTATE
 SELECT inbox.set_max_attempts('fail_inbox', 0);
+\echo :SQLSTATE
 SELECT inbox.set_max_attempts('fail_inbox', NULL);
+\echo :SQLSTATE
 SELECT inbox.set_key_ordering('fail_inbox', NULL);
+\echo :SQLSTATE
 BEGIN READ ONLY;
 SELECT * FROM inbox.record_failure('fail_inbox', 'x', 'e');
+\echo :SQLSTATE
 ROLLBACK;
-\set VERBOSITY default
 SELECT count(*) AS nothing_recorded FROM inbox.quarantine WHERE message_id = 'x';
 
 -- Typed inboxes: uuid and bigint ids, kept as text in the failures.
