@@ -190,6 +190,10 @@ UPDATE inbox.failures SET last_failed_at = now() - interval '2 days', first_fail
 SELECT inbox.purge('fail_window');
 SELECT message_id, state FROM inbox.quarantine WHERE inbox = 'fail_window'::regclass;
 SELECT inbox.try_claim('fail_window', 'old') AS old_still_quarantined;
+-- With a window, claim_apply's look answers from the row it read: quarantined, then a plain duplicate.
+SELECT inbox.claim('fail_window', 'kept') AS kept;
+SELECT inbox.claim_apply('fail_window', 'old', 'SELECT 1') AS old, inbox.claim_apply('fail_window', 'kept', 'SELECT 1') AS kept;
+DELETE FROM fail_window WHERE message_id = 'kept';
 SELECT message_id, claimed_at FROM fail_window;
 
 -- Rights: record_failure needs INSERT and SELECT on the inbox, as a claim;

@@ -218,6 +218,9 @@ claim_checked(InboxInfo *inbox, Datum message_id, bytea *fingerprint)
 			continue;
 		}
 		fingerprint_check(inbox, message_id, &row, fingerprint);
+		/* Read anyway: claim_quarantined_after_claim asks next. */
+		inbox->dup_row_known = true;
+		inbox->dup_row_quarantined = claim_row_quarantined(&row);
 		return record_outcome(inbox, true);
 	}
 }
@@ -310,9 +313,9 @@ claim_quarantined(InboxInfo *inbox, Datum message_id)
 }
 
 /*
- * The same, right after claim_one of this id answered duplicate: the direct
- * path's look has read the row already, and says so (claim_direct.c), which
- * saves a duplicate its second look.
+ * The same, right after claim_one of this id answered duplicate: the look that
+ * found it (claim_direct.c, claim_checked) has read the row already and says so,
+ * which saves a duplicate its second look.
  */
 bool
 claim_quarantined_after_claim(InboxInfo *inbox, Datum message_id)

@@ -132,7 +132,7 @@ claim_direct(InboxInfo *inbox, Datum message_id, bool probe_first, HeldInbox *he
 		claim_row_read_for_claim(inbox, message_id, &row);
 		if (row.state == ROW_PRESENT)
 		{
-			/* Read anyway: claim_quarantined asks next (failures.c). */
+			/* Read anyway: claim_quarantined_after_claim asks next. */
 			inbox->dup_row_known = true;
 			inbox->dup_row_quarantined = claim_row_quarantined(&row);
 			return CLAIM_DIRECT_DUPLICATE;

@@ -378,80 +378,96 @@ audit(const FailureCall *call, const char *verb, const FailureRow *failure)
 					 5, (Oid[]) {TEXTOID, NAMEOID, TEXTOID, INT4OID, TEXTOID}, args, nulls);
 }
 
-/* retry: end the quarantine; the next delivery runs, with its attempts counted afresh. */
+/*
+ * The operator's verbs.  Each changes the message's claim (its claim_change)
+ * and, when that did something, its failures, and leaves an audit row.
+ *
+ * retry: end the quarantine; the next delivery runs, with its attempts counted
+ * afresh.  A message with an ordering key keeps its failures row, its attempts at
+ * 0: the messages of its key still wait behind it until a delivery applies it.
+ *
+ * discard: the message counts as applied without running; a quarantined one keeps
+ * its claim row, now an ordinary claim, and one never claimed gets one.
+ *
+ * forget: delete the claim, applied or quarantined, so the next delivery runs again.
+ */
+typedef enum OperatorVerb
+{
+	VERB_RETRY,
+	VERB_DISCARD,
+	VERB_FORGET
+} OperatorVerb;
+
+static const struct
+{
+	const char *name;
+	AclMode		rights;
+}			verbs[] = {
+	[VERB_RETRY] = {"retry", ACL_DELETE | ACL_SELECT},
+	[VERB_DISCARD] = {"discard", ACL_INSERT | ACL_UPDATE | ACL_SELECT},
+	[VERB_FORGET] = {"forget", ACL_DELETE | ACL_SELECT},
+};
+
+static bool
+claim_change(FailureCall *call, OperatorVerb verb)
+{
+	switch (verb)
+	{
+		case VERB_RETRY:
+			return inbox_sql_execute(call->inbox, SQL_UNQUARANTINE, &call->id, NULL) == 1;
+		case VERB_DISCARD:
+			return inbox_sql_execute(call->inbox, SQL_DISCARD, &call->id, NULL) == 1 ||
+				claim_one(call->inbox, call->id, NULL);
+		case VERB_FORGET:
+			return inbox_sql_execute(call->inbox, SQL_FORGET, &call->id, NULL) == 1;
+	}
+	pg_unreachable();
+}
+
+static Datum
+operator_verb(FunctionCallInfo fcinfo, OperatorVerb verb)
+{
+	FailureCall call;
+	FailureRow	failure;
+	bool		done;
+
+	failure_call(fcinfo, verbs[verb].rights, &call);
+	spi_connect();
+	failure_lock(&call, &failure);
+	done = claim_change(&call, verb);
+	if (done)
+	{
+		if (verb == VERB_RETRY)
+			failures_execute(&call, "WITH d AS (DELETE FROM %1$s.failures WHERE " FAILURE_IS
+							 " AND ordering_key IS NULL) "
+							 "UPDATE %1$s.failures SET attempts = 0, quarantined_at = NULL "
+							 "WHERE " FAILURE_IS " AND ordering_key IS NOT NULL",
+							 0, NULL, NULL, NULL);
+		else
+			failure_delete(&call);
+		audit(&call, verbs[verb].name, &failure);
+	}
+	SPI_finish();
+	return BoolGetDatum(done);
+}
+
 PG_FUNCTION_INFO_V1(inbox_retry);
 Datum
 inbox_retry(PG_FUNCTION_ARGS)
 {
-	FailureCall call;
-	FailureRow failure;
-	bool		retried;
-
-	failure_call(fcinfo, ACL_DELETE | ACL_SELECT, &call);
-	spi_connect();
-	failure_lock(&call, &failure);
-	retried = inbox_sql_execute(call.inbox, SQL_UNQUARANTINE, &call.id, NULL) == 1;
-	if (retried)
-	{
-		/*
-		 * A message with an ordering key keeps its row, its attempts at 0: the
-		 * messages of its key still wait behind it until a delivery applies it.
-		 */
-		failures_execute(&call, "WITH d AS (DELETE FROM %1$s.failures WHERE " FAILURE_IS
-						 " AND ordering_key IS NULL) "
-						 "UPDATE %1$s.failures SET attempts = 0, quarantined_at = NULL "
-						 "WHERE " FAILURE_IS " AND ordering_key IS NOT NULL",
-						 0, NULL, NULL, NULL);
-		audit(&call, "retry", &failure);
-	}
-	SPI_finish();
-	PG_RETURN_BOOL(retried);
+	return operator_verb(fcinfo, VERB_RETRY);
 }
 
-/*
- * discard: the message counts as applied without running; a quarantined one
- * keeps its claim row, now an ordinary claim, and one never claimed gets one.
- */
 PG_FUNCTION_INFO_V1(inbox_discard);
 Datum
 inbox_discard(PG_FUNCTION_ARGS)
 {
-	FailureCall call;
-	FailureRow failure;
-	bool		discarded;
-
-	failure_call(fcinfo, ACL_INSERT | ACL_UPDATE | ACL_SELECT, &call);
-	spi_connect();
-	failure_lock(&call, &failure);
-	discarded = inbox_sql_execute(call.inbox, SQL_DISCARD, &call.id, NULL) == 1 ||
-		claim_one(call.inbox, call.id, NULL);
-	if (discarded)
-	{
-		failure_delete(&call);
-		audit(&call, "discard", &failure);
-	}
-	SPI_finish();
-	PG_RETURN_BOOL(discarded);
+	return operator_verb(fcinfo, VERB_DISCARD);
 }
 
-/* forget: delete the claim, applied or quarantined, so the next delivery runs again. */
 PG_FUNCTION_INFO_V1(inbox_forget);
 Datum
 inbox_forget(PG_FUNCTION_ARGS)
 {
-	FailureCall call;
-	FailureRow failure;
-	bool		forgotten;
-
-	failure_call(fcinfo, ACL_DELETE | ACL_SELECT, &call);
-	spi_connect();
-	failure_lock(&call, &failure);
-	forgotten = inbox_sql_execute(call.inbox, SQL_FORGET, &call.id, NULL) == 1;
-	if (forgotten)
-	{
-		failure_delete(&call);
-		audit(&call, "forget", &failure);
-	}
-	SPI_finish();
-	PG_RETURN_BOOL(forgotten);
+	return operator_verb(fcinfo, VERB_FORGET);
 }

@@ -149,7 +149,7 @@ typedef struct InboxInfo
 	int			dup_rate;		/* recent share of duplicates, see claim_one */
 	/*
 	 * Set by a claim that answered duplicate from the row it read (the direct
-	 * path's look): whether that row was a quarantine, so that claim_quarantined
+	 * path's look, claim_checked): whether that row was a quarantine, so that claim_quarantined
 	 * need not read it again.  Cleared at each claim.
 	 */
 	bool		dup_row_known;
