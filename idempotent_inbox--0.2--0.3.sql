@@ -638,3 +638,119 @@ CREATE OR REPLACE VIEW inbox.stats WITH (security_barrier) AS
                     WHERE k.oid OPERATOR(pg_catalog.=) r.relid::pg_catalog.oid);
 COMMENT ON VIEW inbox.stats IS
     'per inbox: claims, duplicates, in-progress answers, fingerprint conflicts, leases taken over and purged claims since the server started (NULL unless preloaded), the oldest claim (NULL if the caller may not read the inbox or its owner altered its key or claimed_at), the messages quarantined and blocked now, and those retried, discarded and forgotten (NULL if the caller may not read the inbox)';
+
+/*
+ * Outboxes (issue 27): events written in the producer's transaction, relayed to
+ * a broker after commit.  The registry says which tables are outboxes, their
+ * source (the prefix of every message id they give, so that the ids of a
+ * dropped and re-created outbox never repeat) and how long sent events are kept.
+ */
+CREATE TABLE inbox.outbox_registry (
+    relid       pg_catalog.regclass PRIMARY KEY,
+    source      pg_catalog.uuid NOT NULL DEFAULT pg_catalog.gen_random_uuid(),
+    retention   pg_catalog.interval
+                CONSTRAINT outbox_registry_retention_check
+                CHECK (retention OPERATOR(pg_catalog.>) '0'::pg_catalog.interval),
+    created_at  pg_catalog.timestamptz NOT NULL DEFAULT pg_catalog.now()
+);
+COMMENT ON TABLE inbox.outbox_registry IS
+    'one row per outbox table; written only by create_outbox, set_outbox_retention and the drop event trigger';
+SELECT pg_catalog.pg_extension_config_dump('inbox.outbox_registry', '');
+GRANT SELECT ON inbox.outbox_registry TO PUBLIC;
+
+CREATE VIEW inbox.outboxes WITH (security_barrier) AS
+    SELECT r.relid AS outbox,
+           n.nspname AS schema_name,
+           c.relname AS table_name,
+           r.source,
+           r.retention,
+           r.created_at
+      FROM inbox.outbox_registry r
+      JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) r.relid::pg_catalog.oid
+      JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) c.relnamespace;
+COMMENT ON VIEW inbox.outboxes IS 'the outboxes of this database and their settings';
+GRANT SELECT ON inbox.outboxes TO PUBLIC;
+
+CREATE FUNCTION inbox.create_outbox(name pg_catalog.text,
+                                    retention pg_catalog.interval DEFAULT '7 days')
+RETURNS pg_catalog.regclass
+AS 'MODULE_PATHNAME', 'inbox_create_outbox'
+LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY INVOKER;
+COMMENT ON FUNCTION inbox.create_outbox(pg_catalog.text, pg_catalog.interval) IS
+    'create an outbox table owned by the caller and register it; sent events are kept for retention (NULL: until deleted)';
+
+CREATE FUNCTION inbox.drop_outbox(outbox pg_catalog.regclass)
+RETURNS void
+AS 'MODULE_PATHNAME', 'inbox_drop_outbox'
+LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY INVOKER;
+COMMENT ON FUNCTION inbox.drop_outbox(pg_catalog.regclass) IS
+    'drop an outbox table and its events, sent or not; needs the privileges of DROP TABLE';
+
+CREATE FUNCTION inbox.set_outbox_retention(outbox pg_catalog.regclass, retention pg_catalog.interval)
+RETURNS void
+AS 'MODULE_PATHNAME', 'inbox_set_outbox_retention'
+LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY INVOKER;
+COMMENT ON FUNCTION inbox.set_outbox_retention(pg_catalog.regclass, pg_catalog.interval) IS
+    'change how long an outbox keeps sent events (NULL: until deleted); owner only';
+
+CREATE FUNCTION inbox.emit(outbox pg_catalog.regclass, topic pg_catalog.text,
+                           key pg_catalog.text, payload pg_catalog.jsonb,
+                           headers pg_catalog.jsonb DEFAULT NULL)
+RETURNS pg_catalog.int8
+AS 'MODULE_PATHNAME', 'inbox_emit'
+LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY INVOKER;
+COMMENT ON FUNCTION inbox.emit(pg_catalog.regclass, pg_catalog.text, pg_catalog.text, pg_catalog.jsonb, pg_catalog.jsonb) IS
+    'write an event (topic, ordering key or NULL, jsonb payload, headers object) into the outbox in the caller''s transaction; returns its event_id';
+
+CREATE FUNCTION inbox.emit_bytes(outbox pg_catalog.regclass, topic pg_catalog.text,
+                                 key pg_catalog.text, payload pg_catalog.bytea,
+                                 headers pg_catalog.jsonb DEFAULT NULL)
+RETURNS pg_catalog.int8
+AS 'MODULE_PATHNAME', 'inbox_emit_bytes'
+LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY INVOKER;
+COMMENT ON FUNCTION inbox.emit_bytes(pg_catalog.regclass, pg_catalog.text, pg_catalog.text, pg_catalog.bytea, pg_catalog.jsonb) IS
+    'emit with a bytea payload, sent as it is';
+
+CREATE FUNCTION inbox.relay_take(outbox pg_catalog.regclass,
+                                 batch_size pg_catalog.int4 DEFAULT 100,
+                                 lease_for pg_catalog.interval DEFAULT '30 seconds',
+                                 OUT event_id pg_catalog.int8, OUT message_id pg_catalog.uuid,
+                                 OUT topic pg_catalog.text, OUT key pg_catalog.text,
+                                 OUT payload pg_catalog.jsonb, OUT payload_bytes pg_catalog.bytea,
+                                 OUT headers pg_catalog.jsonb, OUT emitted_at pg_catalog.timestamptz,
+                                 OUT attempt pg_catalog.int4, OUT lease pg_catalog.uuid,
+                                 OUT lease_until pg_catalog.timestamptz)
+RETURNS SETOF record
+AS 'MODULE_PATHNAME', 'inbox_relay_take'
+LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY INVOKER ROWS 100;
+COMMENT ON FUNCTION inbox.relay_take(pg_catalog.regclass, pg_catalog.int4, pg_catalog.interval) IS
+    'lease the next committed events in order, none skipped, none leased twice at once, each key in order; READ COMMITTED only';
+
+CREATE FUNCTION inbox.relay_ack(outbox pg_catalog.regclass, lease pg_catalog.uuid,
+                                event_ids pg_catalog.int8[] DEFAULT NULL)
+RETURNS pg_catalog.int8
+AS 'MODULE_PATHNAME', 'inbox_relay_ack'
+LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY INVOKER;
+COMMENT ON FUNCTION inbox.relay_ack(pg_catalog.regclass, pg_catalog.uuid, pg_catalog.int8[]) IS
+    'mark sent the events of a lease, or those listed, once the broker confirmed them; returns how many were still unsent';
+
+CREATE FUNCTION inbox.relay_release(outbox pg_catalog.regclass, lease pg_catalog.uuid,
+                                    event_ids pg_catalog.int8[] DEFAULT NULL,
+                                    retry_after pg_catalog.interval DEFAULT NULL)
+RETURNS pg_catalog.int8
+AS 'MODULE_PATHNAME', 'inbox_relay_release'
+LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY INVOKER;
+COMMENT ON FUNCTION inbox.relay_release(pg_catalog.regclass, pg_catalog.uuid, pg_catalog.int8[], pg_catalog.interval) IS
+    'give back the events a lease still holds (all, or those listed), to be taken again at once or after retry_after; returns how many';
+
+CREATE FUNCTION inbox.purge_outbox(outbox pg_catalog.regclass, batch pg_catalog.int4 DEFAULT 10000)
+RETURNS pg_catalog.int8
+AS 'MODULE_PATHNAME', 'inbox_purge_outbox'
+LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY INVOKER;
+COMMENT ON FUNCTION inbox.purge_outbox(pg_catalog.regclass, pg_catalog.int4) IS
+    'delete up to batch events sent longer ago than the outbox''s retention, oldest first, as its owner; returns how many';
+
+-- As for inboxes: dropping, retention and purging are the operator's call.
+REVOKE ALL ON FUNCTION inbox.drop_outbox(pg_catalog.regclass) FROM PUBLIC;
+REVOKE ALL ON FUNCTION inbox.set_outbox_retention(pg_catalog.regclass, pg_catalog.interval) FROM PUBLIC;
+REVOKE ALL ON FUNCTION inbox.purge_outbox(pg_catalog.regclass, pg_catalog.int4) FROM PUBLIC;

@@ -176,4 +176,13 @@ typedef JumbleState CompatJumbleState;
 	((source)->search_path == NULL || OverrideSearchPathMatchesCurrent((source)->search_path))
 #endif
 
+/* The sequence of an identity column: 17 looks it up by relation, for partitions. */
+#include "catalog/dependency.h"
+#if PG_VERSION_NUM >= 170000
+#define compat_identity_sequence(rel, attnum) getIdentitySequence((rel), (attnum), true)
+#else
+#define compat_identity_sequence(rel, attnum) \
+	getIdentitySequence(RelationGetRelid(rel), (attnum), true)
+#endif
+
 #endif							/* INBOX_COMPAT_H */

@@ -34,6 +34,7 @@
 
 #include "compat.h"
 #include "inbox.h"
+#include "inbox_admin.h"
 #include "inbox_shape.h"
 #include "inbox_sql.h"
 #include "registry.h"
@@ -64,9 +65,9 @@ CheckKeyType(Oid keytype)
 				 errhint("Use text, uuid or bigint.")));
 }
 
-/* A retention window must be a positive span of time. */
-static void
-admin_check_retention(Interval *retention)
+/* A retention window must be a positive span of time; kept says what it keeps. */
+void
+admin_check_retention(Interval *retention, const char *kept)
 {
 	Interval	zero;
 
@@ -76,22 +77,23 @@ admin_check_retention(Interval *retention)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("retention must be a positive interval"),
-				 errhint("Pass NULL to keep claims until they are deleted.")));
+				 errhint("Pass NULL to keep %s until they are deleted.", kept)));
 	if (!retention_within_bounds(retention))
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("retention must be at most %d years", MAX_RETENTION_YEARS),
-				 errhint("Pass NULL to keep claims until they are deleted.")));
+				 errhint("Pass NULL to keep %s until they are deleted.", kept)));
 }
 
 /*
- * The name given to create_inbox, parsed like a qualified table name.  The
- * parser cuts identifiers at NAMEDATALEN - 1 bytes without a word; a name that
- * long is refused instead, so the inbox is called what the caller wrote.  Each
- * dot-separated part is measured as written, without its quotes.
+ * The name given to create_inbox or create_outbox (what), parsed like a
+ * qualified table name.  The parser cuts identifiers at NAMEDATALEN - 1 bytes
+ * without a word; a name that long is refused instead, so the table is called
+ * what the caller wrote.  Each dot-separated part is measured as written,
+ * without its quotes.
  */
 static List *
-admin_inbox_name(text *name)
+admin_table_name(text *name, const char *what)
 {
 	char	   *raw = text_to_cstring(name);
 	bool		quoted = false;
@@ -115,33 +117,59 @@ admin_inbox_name(text *name)
 		else if (++part >= NAMEDATALEN)
 			ereport(ERROR,
 					(errcode(ERRCODE_NAME_TOO_LONG),
-					 errmsg("inbox name is too long"),
+					 errmsg("%s name is too long", what),
 					 errdetail("Each part of a name is at most %d bytes.", NAMEDATALEN - 1)));
 	}
 	return textToQualifiedNameList(name);
 }
 
-/* Claims are user data that must survive a crash: no temporary inboxes. */
-static void
-CheckPermanent(Oid nspid, const char *relname)
+/*
+ * Where a new inbox or outbox (what) of the name in argument 0 goes: its
+ * namespace, and its name quoted and qualified.  Claims and events are user data
+ * that must survive the session and a crash, so neither may be temporary, and
+ * neither may live in the extension's schema, which DROP EXTENSION ... CASCADE
+ * would take with it.
+ */
+Oid
+admin_new_table_name(FunctionCallInfo fcinfo, const char *what, const char *why_permanent,
+					 char **relname, char **qualname)
 {
+	RangeVar   *rv;
+	Oid			nspid;
+
+	if (PG_ARGISNULL(0))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("%s name must not be null", what)));
+	rv = makeRangeVarFromNameList(admin_table_name(PG_GETARG_TEXT_PP(0), what));
+	nspid = RangeVarGetCreationNamespace(rv);
 	if (isAnyTempNamespace(nspid))
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("inbox \"%s\" cannot be temporary", relname),
-				 errdetail("Claims must survive the session and a crash to deduplicate redeliveries.")));
+				 errmsg("%s \"%s\" cannot be temporary", what, rv->relname),
+				 errdetail("%s", why_permanent)));
+	if (nspid == registry_extension_namespace(fcinfo))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("%s \"%s\" cannot be created in the extension's schema", what, rv->relname),
+				 errdetail("The schema belongs to the extension: DROP EXTENSION ... CASCADE would drop the %s with it.", what),
+				 errhint("Create it in a schema of your own.")));
+	*relname = rv->relname;
+	*qualname = quote_qualified_identifier(get_namespace_name(nspid), rv->relname);
+	return nspid;
 }
 
 /*
- * Run one statement on the registry with its owner's rights.  Callers have already
- * checked the caller's own rights on the inbox (they created it, or own it);
+ * Run one statement on a registry of the extension's (registry, or
+ * outbox_registry) with its owner's rights.  Callers have already checked the
+ * caller's own rights on the inbox or outbox (they created it, or own it);
  * recording that fact needs the registry owner's, for this one statement, which
  * is fully qualified and runs as a restricted operation, as VACUUM runs index
  * functions.
  */
-static void
-admin_registry_write(FunctionCallInfo fcinfo, const char *sql, int nargs, Oid *argtypes,
-					 Datum *values, const char *nulls, int expected)
+void
+admin_registry_write(FunctionCallInfo fcinfo, const char *registry_name, const char *sql,
+					 int nargs, Oid *argtypes, Datum *values, const char *nulls, int expected)
 {
 	Oid			registry;
 	Oid			owner;
@@ -150,10 +178,10 @@ admin_registry_write(FunctionCallInfo fcinfo, const char *sql, int nargs, Oid *a
 	HeapTuple	tuple;
 	int			rc;
 
-	registry = get_relname_relid("registry", get_func_namespace(fcinfo->flinfo->fn_oid));
+	registry = get_relname_relid(registry_name, get_func_namespace(fcinfo->flinfo->fn_oid));
 	tuple = SearchSysCache1(RELOID, ObjectIdGetDatum(registry));
 	if (!HeapTupleIsValid(tuple))
-		elog(ERROR, "cache lookup failed for the inbox registry");
+		elog(ERROR, "cache lookup failed for %s", registry_name);
 	owner = ((Form_pg_class) GETSTRUCT(tuple))->relowner;
 	ReleaseSysCache(tuple);
 
@@ -177,7 +205,7 @@ admin_insert_registry_row(FunctionCallInfo fcinfo, Oid relid, Oid keytype, Datum
 	char		nulls[4] = {' ', ' ', retention_null ? 'n' : ' ', shard_key ? ' ' : 'n'};
 
 	/* Only 0.3's create_sharded_inbox names a shard key: 0.2's registry has no column for it. */
-	admin_registry_write(fcinfo,
+	admin_registry_write(fcinfo, "registry",
 						 psprintf("INSERT INTO %s.registry (relid, key_type, retention%s) "
 								  "VALUES ($1, $2, $3%s)",
 								  quote_identifier(admin_extension_schema(fcinfo)),
@@ -194,7 +222,7 @@ admin_update_retention(FunctionCallInfo fcinfo, Oid relid, Datum retention,
 	Datum		values[2] = {ObjectIdGetDatum(relid), retention};
 	char		nulls[2] = {' ', retention_null ? 'n' : ' '};
 
-	admin_registry_write(fcinfo,
+	admin_registry_write(fcinfo, "registry",
 						 psprintf("UPDATE %s.registry SET retention = $2 "
 								  "WHERE relid OPERATOR(pg_catalog.=) $1",
 								  quote_identifier(admin_extension_schema(fcinfo))),
@@ -288,10 +316,10 @@ static Oid
 admin_create(FunctionCallInfo fcinfo, int keytype_arg, int retention_arg,
 			 const char *shard_key, Oid shard_type)
 {
-	RangeVar   *rv;
 	Oid			nspid;
 	Oid			keytype;
 	Oid			relid;
+	char	   *relname;
 	char	   *qualname;
 	char	   *sharding = "";
 	int			rc;
@@ -307,18 +335,10 @@ admin_create(FunctionCallInfo fcinfo, int keytype_arg, int retention_arg,
 	keytype = PG_GETARG_OID(keytype_arg);
 	CheckKeyType(keytype);
 	if (!PG_ARGISNULL(retention_arg))
-		admin_check_retention(PG_GETARG_INTERVAL_P(retention_arg));
-
-	rv = makeRangeVarFromNameList(admin_inbox_name(PG_GETARG_TEXT_PP(0)));
-	nspid = RangeVarGetCreationNamespace(rv);
-	CheckPermanent(nspid, rv->relname);
-	if (nspid == registry_extension_namespace(fcinfo))
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("inbox \"%s\" cannot be created in the extension's schema", rv->relname),
-				 errdetail("The schema belongs to the extension: DROP EXTENSION ... CASCADE would drop the inbox with it."),
-				 errhint("Create it in a schema of your own.")));
-	qualname = quote_qualified_identifier(get_namespace_name(nspid), rv->relname);
+		admin_check_retention(PG_GETARG_INTERVAL_P(retention_arg), "claims");
+	nspid = admin_new_table_name(fcinfo, "inbox",
+								 "Claims must survive the session and a crash to deduplicate redeliveries.",
+								 &relname, &qualname);
 
 	/*
 	 * A sharded inbox: the shard key leads the primary key, and the marker
@@ -353,7 +373,7 @@ admin_create(FunctionCallInfo fcinfo, int keytype_arg, int retention_arg,
 	if (rc != SPI_OK_UTILITY)
 		elog(ERROR, "CREATE TABLE returned %s", SPI_result_code_string(rc));
 
-	relid = get_relname_relid(rv->relname, nspid);
+	relid = get_relname_relid(relname, nspid);
 	if (!OidIsValid(relid))
 		elog(ERROR, "inbox \"%s\" vanished after creation", qualname);
 	if (!PG_ARGISNULL(retention_arg))
@@ -402,7 +422,7 @@ inbox_create_sharded_inbox(PG_FUNCTION_ARGS)
 }
 
 /* Only the owner may drop or alter, and must be known to be before we lock. */
-static void
+void
 admin_check_owner(FunctionCallInfo fcinfo, int argno)
 {
 	Oid			relid = PG_ARGISNULL(argno) ? InvalidOid : PG_GETARG_OID(argno);
@@ -448,7 +468,7 @@ inbox_set_retention(PG_FUNCTION_ARGS)
 	admin_check_owner(fcinfo, 0);
 	inbox = registry_lookup(fcinfo, 0, ShareUpdateExclusiveLock, 0);
 	if (has_retention)
-		admin_check_retention(PG_GETARG_INTERVAL_P(1));
+		admin_check_retention(PG_GETARG_INTERVAL_P(1), "claims");
 
 	spi_connect();
 	if (has_retention)
@@ -487,7 +507,7 @@ admin_set_failure_setting(FunctionCallInfo fcinfo, const char *column, Oid type)
 	values[0] = ObjectIdGetDatum(inbox->relid);
 	values[1] = PG_GETARG_DATUM(1);
 	spi_connect();
-	admin_registry_write(fcinfo,
+	admin_registry_write(fcinfo, "registry",
 						 psprintf("UPDATE %s.registry SET %s = $2 "
 								  "WHERE relid OPERATOR(pg_catalog.=) $1",
 								  quote_identifier(admin_extension_schema(fcinfo)), column),
@@ -520,7 +540,8 @@ inbox_set_key_ordering(PG_FUNCTION_ARGS)
 
 /*
  * The sql_drop event trigger: forget the registry rows, stream positions,
- * completed offsets, failures, blocked and audit rows of dropped tables.  It
+ * completed offsets, failures, blocked and audit rows of dropped tables, and
+ * the outbox registry rows of dropped outboxes.  It
  * finds those tables in its own schema when it runs, as every
  * function of the extension does: a PL/pgSQL body would keep the name the
  * schema had when it was created, so that after ALTER SCHEMA inbox RENAME every
@@ -533,7 +554,7 @@ inbox_forget_dropped_inboxes(PG_FUNCTION_ARGS)
 {
 	static const char *const tables[][2] = {{"registry", "relid"}, {"positions", "inbox"},
 	{"completed_offsets", "inbox"}, {"failures", "inbox"}, {"audit_log", "inbox"},
-	{"blocked", "inbox"}};
+	{"blocked", "inbox"}, {"outbox_registry", "relid"}};
 	Oid			nspid;
 	char	   *schema;
 

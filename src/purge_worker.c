@@ -42,6 +42,7 @@
 #include "access/table.h"
 #include "access/tableam.h"
 #include "access/xact.h"
+#include "catalog/namespace.h"
 #include "catalog/pg_database.h"
 #include "catalog/pg_type.h"
 #include "commands/extension.h"
@@ -57,6 +58,7 @@
 #include "tcop/tcopprot.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
+#include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/snapmgr.h"
 #include "utils/timeout.h"
@@ -330,12 +332,36 @@ extension_installed(void)
 	return installed;
 }
 
+/* The tables of one of the extension's registries that have a retention, in OID order. */
+static List *
+registry_with_retention(const char *schema, const char *registry, MemoryContext outer)
+{
+	List	   *relids = NIL;
+
+	if (SPI_execute(psprintf("SELECT relid::pg_catalog.oid FROM %s.%s "
+							 "WHERE retention IS NOT NULL ORDER BY 1", schema, registry),
+					true, 0) != SPI_OK_SELECT)
+		elog(ERROR, "could not list the tables of %s to purge", registry);
+	for (uint64 i = 0; i < SPI_processed; i++)
+	{
+		bool		isnull;
+		Oid			relid = DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[i],
+														   SPI_tuptable->tupdesc, 1, &isnull));
+		MemoryContext old = MemoryContextSwitchTo(outer);
+
+		relids = lappend_oid(relids, relid);
+		MemoryContextSwitchTo(old);
+	}
+	return relids;
+}
+
 /*
- * The extension's schema in this database, and its inboxes that have a retention;
- * none when the extension is no longer installed here.
+ * The extension's schema in this database, its inboxes that have a retention,
+ * and in *outboxes its outboxes that have one; none when the extension is no
+ * longer installed here.
  */
 static List *
-inboxes_with_retention(char **schema)
+inboxes_with_retention(char **schema, List **outboxes)
 {
 	List	   *relids = NIL;
 	MemoryContext outer = CurrentMemoryContext;
@@ -360,29 +386,22 @@ inboxes_with_retention(char **schema)
 		char	   *nspname = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
 
 		*schema = MemoryContextStrdup(outer, quote_identifier(nspname));
-		if (SPI_execute(psprintf("SELECT relid::pg_catalog.oid FROM %s.registry "
-								 "WHERE retention IS NOT NULL ORDER BY 1", *schema),
-						true, 0) != SPI_OK_SELECT)
-			elog(ERROR, "could not list the inboxes to purge");
-		for (uint64 i = 0; i < SPI_processed; i++)
-		{
-			bool		isnull;
-			Oid			relid = DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[i],
-															   SPI_tuptable->tupdesc, 1, &isnull));
-			MemoryContext old = MemoryContextSwitchTo(outer);
-
-			relids = lappend_oid(relids, relid);
-			MemoryContextSwitchTo(old);
-		}
+		relids = registry_with_retention(*schema, "registry", outer);
+		/* Outboxes came with 0.3; a database still at 0.2 has none. */
+		if (OidIsValid(get_relname_relid("outbox_registry", get_namespace_oid(nspname, false))))
+			*outboxes = registry_with_retention(*schema, "outbox_registry", outer);
 	}
 	step_end();
 
 	return relids;
 }
 
-/* One batch of inbox.purge() in its own transaction; returns the rows it deleted. */
+/*
+ * One batch of inbox.purge() or inbox.purge_outbox() (function) in its own
+ * transaction; returns the rows it deleted.
+ */
 static int64
-purge_one_batch(const char *schema, Oid relid)
+purge_one_batch(const char *schema, const char *function, Oid relid)
 {
 	Oid			argtypes[2] = {REGCLASSOID, INT4OID};
 	Datum		values[2] = {ObjectIdGetDatum(relid), Int32GetDatum(purge_batch)};
@@ -390,7 +409,7 @@ purge_one_batch(const char *schema, Oid relid)
 	bool		isnull;
 
 	step_begin();
-	if (SPI_execute_with_args(psprintf("SELECT %s.purge($1, $2)", schema),
+	if (SPI_execute_with_args(psprintf("SELECT %s.%s($1, $2)", schema, function),
 							  2, argtypes, values, NULL, false, 1) == SPI_OK_SELECT &&
 		SPI_processed == 1)
 		purged = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc,
@@ -401,12 +420,12 @@ purge_one_batch(const char *schema, Oid relid)
 }
 
 /*
- * Purge one inbox batch by batch until a batch comes back short.  An error (the
- * inbox dropped meanwhile, a lock timeout) is logged and ends this inbox's turn;
- * the other inboxes are still purged.
+ * Purge one inbox or outbox batch by batch until a batch comes back short.  An
+ * error (the table dropped meanwhile, a lock timeout) is logged and ends its
+ * turn; the others are still purged.
  */
 static void
-purge_inbox(const char *schema, Oid relid)
+purge_table(const char *schema, const char *function, Oid relid)
 {
 	MemoryContext outer = CurrentMemoryContext;
 
@@ -417,8 +436,9 @@ purge_inbox(const char *schema, Oid relid)
 		do
 		{
 			CHECK_FOR_INTERRUPTS();
-			pgstat_report_activity(STATE_RUNNING, "purging expired claims");
-			purged = purge_one_batch(schema, relid);
+			pgstat_report_activity(STATE_RUNNING, strcmp(function, "purge") == 0 ?
+								   "purging expired claims" : "purging sent events");
+			purged = purge_one_batch(schema, function, relid);
 		} while (purged >= purge_batch);
 	}
 	PG_CATCH();
@@ -438,6 +458,7 @@ void
 purge_database_main(Datum arg)
 {
 	List	   *relids;
+	List	   *outboxes = NIL;
 	ListCell   *lc;
 	char	   *schema = NULL;
 
@@ -464,9 +485,11 @@ purge_database_main(Datum arg)
 	SetConfigOption("search_path", "pg_catalog, pg_temp", PGC_SUSET, PGC_S_SESSION);
 	SetConfigOption("application_name", "idempotent_inbox purge", PGC_USERSET, PGC_S_SESSION);
 
-	relids = inboxes_with_retention(&schema);
+	relids = inboxes_with_retention(&schema, &outboxes);
 	foreach(lc, relids)
-		purge_inbox(schema, lfirst_oid(lc));
+		purge_table(schema, "purge", lfirst_oid(lc));
+	foreach(lc, outboxes)
+		purge_table(schema, "purge_outbox", lfirst_oid(lc));
 
 	proc_exit(0);
 }
