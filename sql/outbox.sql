@@ -189,11 +189,22 @@ SELECT inbox.relay_ack('ob_events', gen_random_uuid());
 \echo :SQLSTATE
 ROLLBACK;
 
--- Events of the relay's own open transaction are not taken before it commits.
+-- Events of the relay's own open transaction are not taken before it commits,
+-- nor any after them: the batch ends at the first row the transaction wrote.
 BEGIN;
 SELECT inbox.emit('ob_events', 'own', NULL, '{}') > 0 AS own;
 SELECT count(*) AS own_taken FROM inbox.relay_take('ob_events');
 ROLLBACK;
+SELECT inbox.emit('ob_events', 'pay', 'acct-9', '{"n": 1}') AS k1 \gset
+SELECT inbox.emit('ob_events', 'pay', 'acct-9', '{"n": 2}') AS k2 \gset
+BEGIN;
+SELECT event_id = :k1 AS first_of_key FROM inbox.relay_take('ob_events', 1);
+SELECT inbox.relay_release('ob_events', lease) FROM ob_events WHERE event_id = :k1;
+-- Released in this transaction: neither it nor the later event of its key leaves yet.
+SELECT count(*) AS taken_before_commit FROM inbox.relay_take('ob_events');
+COMMIT;
+SELECT event_id = :k1 AS first, event_id = :k2 AS second FROM inbox.relay_take('ob_events');
+SELECT inbox.relay_ack('ob_events', gen_random_uuid(), ARRAY[:k1, :k2]) AS acked;
 
 -- A consumer's claim_apply may emit in its statement: effect, claim and event commit together.
 SELECT inbox.create_inbox('ob_inbox');

@@ -7,9 +7,10 @@
  * An outbox is an ordinary table the caller owns, like an inbox.  emit inserts
  * an event into it in the caller's transaction, with the caller's rights, so the
  * event commits or rolls back with the effect it announces; a relay takes the
- * committed events afterwards (outbox_relay.c).  Each event records the
- * transaction that wrote it (xid, a full xid8), which is what lets the relay
- * prove that it skips none.
+ * committed events afterwards (outbox_relay.c).  An event with a key takes
+ * the key's lock before its event_id is drawn and holds it until commit, so
+ * that the event ids of a key follow the order its transactions commit in:
+ * that is what lets the relay keep each key's order (outbox_relay.c).
  *
  * The owner can alter the table at any time, so every call checks the shape it
  * relies on: the columns by name and exact type, a permanent plain table, and
@@ -24,9 +25,12 @@
 #include "access/relation.h"
 #include "access/xact.h"
 #include "catalog/pg_type.h"
+#include "common/hashfn.h"
 #include "commands/sequence.h"
 #include "executor/spi.h"
 #include "miscadmin.h"
+#include "storage/lmgr.h"
+#include "storage/lock.h"
 #include "tcop/utility.h"
 #include "utils/builtins.h"
 #include "utils/hsearch.h"
@@ -50,7 +54,6 @@ static const struct
 }			outbox_columns[] =
 {
 	{"event_id", INT8OID},
-	{"xid", XID8OID},
 	{"topic", TEXTOID},
 	{"key", TEXTOID},
 	{"payload", JSONBOID},
@@ -68,12 +71,12 @@ static const struct
  * the outbox: children the owner may attach are not its events.  Operators are
  * qualified: the caller's search_path chooses nothing here.
  *
- * The take (see outbox_relay.c for why it skips nothing and keeps each key's
- * order) picks the oldest unsent events, in (xid, event_id) order, of
- * transactions older than the snapshot's xmin, that no live lease holds and
- * whose key has no earlier event in flight; $1 is the batch size, $2 the new
- * lease, $3 its end, $4 the time now and $5 the outbox's source, the prefix of
- * every message id.
+ * A take (see outbox_relay.c for why it skips nothing and keeps each key's
+ * order) picks and locks the oldest unsent events, in event_id order, that no
+ * live lease holds and whose key has no earlier event in flight ($1 the batch
+ * size, $2 the time now), then leases those it may take ($1 their ids, $2 the
+ * new lease, $3 its end, $4 the outbox's source, the prefix of every message
+ * id).
  */
 static const struct
 {
@@ -87,32 +90,29 @@ static const struct
 		"OVERRIDING SYSTEM VALUE VALUES ($6, $1, $2, $3, $4, $5)",
 		6, {TEXTOID, TEXTOID, JSONBOID, BYTEAOID, JSONBOID, INT8OID}
 	},
+	[OUTBOX_PICK] = {
+		"SELECT o.event_id, o.xmin FROM ONLY %1$s o"
+		" WHERE o.sent_at IS NULL"
+		"   AND (o.lease_until IS NULL OR o.lease_until OPERATOR(pg_catalog.<=) $2)"
+		"   AND NOT EXISTS (SELECT FROM ONLY %1$s p"
+		"                    WHERE p.key OPERATOR(pg_catalog.=) o.key"
+		"                      AND p.sent_at IS NULL"
+		"                      AND p.lease_until OPERATOR(pg_catalog.>) $2"
+		"                      AND p.event_id OPERATOR(pg_catalog.<) o.event_id)"
+		" ORDER BY o.event_id LIMIT $1 FOR UPDATE OF o",
+		2, {INT4OID, TIMESTAMPTZOID}
+	},
 	[OUTBOX_TAKE] = {
-		"WITH candidates AS ("
-		" SELECT o.event_id FROM ONLY %1$s o"
-		"  WHERE o.sent_at IS NULL"
-		"    AND o.xid OPERATOR(pg_catalog.<) "
-		"        pg_catalog.pg_snapshot_xmin(pg_catalog.pg_current_snapshot())"
-		"    AND (o.lease_until IS NULL OR o.lease_until OPERATOR(pg_catalog.<=) $4)"
-		"    AND NOT EXISTS (SELECT FROM ONLY %1$s p"
-		"                     WHERE p.key OPERATOR(pg_catalog.=) o.key"
-		"                       AND p.sent_at IS NULL"
-		"                       AND p.lease_until OPERATOR(pg_catalog.>) $4"
-		"                       AND (p.xid OPERATOR(pg_catalog.<) o.xid"
-		"                            OR (p.xid OPERATOR(pg_catalog.=) o.xid"
-		"                                AND p.event_id OPERATOR(pg_catalog.<) o.event_id)))"
-		"  ORDER BY o.xid, o.event_id LIMIT $1 FOR UPDATE OF o), "
-		"taken AS ("
-		" UPDATE ONLY %1$s o SET lease = $2, lease_until = $3,"
-		"        attempts = o.attempts OPERATOR(pg_catalog.+) 1"
-		"   FROM candidates c WHERE o.event_id OPERATOR(pg_catalog.=) c.event_id"
-		" RETURNING o.event_id, o.xid, o.topic, o.key, o.payload, o.payload_bytes,"
-		"           o.headers, o.emitted_at, o.attempts) "
+		"WITH taken AS ("
+		" UPDATE ONLY %1$s SET lease = $2, lease_until = $3,"
+		"        attempts = attempts OPERATOR(pg_catalog.+) 1"
+		"  WHERE event_id OPERATOR(pg_catalog.=) ANY ($1)"
+		" RETURNING event_id, topic, key, payload, payload_bytes, headers, emitted_at, attempts) "
 		"SELECT event_id,"
-		"       pg_catalog.md5($5 OPERATOR(pg_catalog.||) event_id::pg_catalog.text)::pg_catalog.uuid,"
+		"       pg_catalog.md5($4 OPERATOR(pg_catalog.||) event_id::pg_catalog.text)::pg_catalog.uuid,"
 		"       topic, key, payload, payload_bytes, headers, emitted_at, attempts"
-		"  FROM taken ORDER BY xid, event_id",
-		5, {INT4OID, UUIDOID, TIMESTAMPTZOID, TIMESTAMPTZOID, TEXTOID}
+		"  FROM taken ORDER BY event_id",
+		4, {INT8ARRAYOID, UUIDOID, TIMESTAMPTZOID, TEXTOID}
 	},
 	[OUTBOX_ACK_LEASE] = {
 		"UPDATE ONLY %1$s SET sent_at = $2, lease = NULL, lease_until = NULL "
@@ -301,7 +301,6 @@ inbox_create_outbox(PG_FUNCTION_ARGS)
 	const char *const statements[] = {
 		"CREATE TABLE %1$s ("
 		"event_id pg_catalog.int8 GENERATED ALWAYS AS IDENTITY, "
-		"xid pg_catalog.xid8 NOT NULL DEFAULT pg_catalog.pg_current_xact_id(), "
 		"topic pg_catalog.text NOT NULL, "
 		"key pg_catalog.text, "
 		"payload pg_catalog.jsonb, "
@@ -314,8 +313,8 @@ inbox_create_outbox(PG_FUNCTION_ARGS)
 		"sent_at pg_catalog.timestamptz, "
 		"PRIMARY KEY (event_id), "
 		"CONSTRAINT " OUTBOX_MARKER " CHECK (payload IS NULL OR payload_bytes IS NULL))",
-		"CREATE INDEX ON %1$s (xid, event_id) WHERE sent_at IS NULL",
-		"CREATE INDEX ON %1$s (key, xid, event_id) WHERE sent_at IS NULL AND key IS NOT NULL",
+		"CREATE INDEX ON %1$s (event_id) WHERE sent_at IS NULL",
+		"CREATE INDEX ON %1$s (key, event_id) WHERE sent_at IS NULL AND key IS NOT NULL",
 		"CREATE INDEX ON %1$s (sent_at) WHERE sent_at IS NOT NULL",
 	};
 
@@ -446,6 +445,25 @@ emit_check_key(FunctionCallInfo fcinfo)
 						   (int) VARSIZE_ANY_EXHDR(key), OUTBOX_MAX_KEY_BYTES)));
 }
 
+/*
+ * An event's key, locked until the transaction ends, before its event_id is
+ * drawn: a second transaction emitting the key waits for the first to commit
+ * or roll back, and only then draws its ids, so a key's event ids grow in the
+ * order its transactions commit.  An advisory lock of a class of its own (see
+ * key_order.c); two keys whose hashes collide share a lock, which only makes
+ * them wait for each other.  lock_timeout and the deadlock detector apply.
+ */
+static void
+emit_lock_key(Relation rel, text *key)
+{
+	LOCKTAG		tag;
+
+	SET_LOCKTAG_ADVISORY(tag, MyDatabaseId, RelationGetRelid(rel),
+						 hash_bytes((const unsigned char *) VARDATA_ANY(key), VARSIZE_ANY_EXHDR(key)),
+						 OUTBOX_KEY_LOCKTAG_CLASS);
+	(void) LockAcquire(&tag, ExclusiveLock, false, false);
+}
+
 /* Headers become a message's header table: an object, or null for none. */
 static Datum
 emit_headers(FunctionCallInfo fcinfo)
@@ -519,6 +537,8 @@ emit_event(FunctionCallInfo fcinfo, bool bytes)
 	rel = outbox_open(fcinfo, ACL_INSERT, RowExclusiveLock);
 	if (XactReadOnly)
 		PreventCommandIfReadOnly(bytes ? "inbox.emit_bytes()" : "inbox.emit()");
+	if (!PG_ARGISNULL(2))
+		emit_lock_key(rel, PG_GETARG_TEXT_PP(2));
 	event_id = nextval_internal(outbox_event_id_sequence(rel), false);
 	values[5] = Int64GetDatum(event_id);
 

@@ -15,6 +15,10 @@
 /* The CHECK constraint every outbox has; its presence says "this is an outbox". */
 #define OUTBOX_MARKER "idempotent_inbox_outbox"
 
+/* The classes of the outbox's advisory-class locks (see key_order.c). */
+#define OUTBOX_TAKE_LOCKTAG_CLASS 0x4f42
+#define OUTBOX_KEY_LOCKTAG_CLASS 0x4f4b
+
 /* AMQP's routing key is a short string: at most 255 bytes. */
 #define OUTBOX_MAX_TOPIC_BYTES 255
 
@@ -25,6 +29,7 @@
 typedef enum OutboxStatement
 {
 	OUTBOX_EMIT,
+	OUTBOX_PICK,
 	OUTBOX_TAKE,
 	OUTBOX_ACK_LEASE,
 	OUTBOX_ACK_EVENTS,

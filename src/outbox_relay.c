@@ -5,29 +5,33 @@
  *		confirmed them, relay_release gives a lease back, and purge_outbox
  *		deletes sent events older than the outbox's retention.
  *
- * Why the take never skips an event.  A hand-written relay that reads
- * "event_id > last" skips: an event_id is drawn at insert time but becomes
- * visible at commit, so a transaction that commits after a later one lands
- * behind a mark already passed.  Here nothing is passed: an event stays a
- * candidate until it is marked sent, so a slow transaction's events are simply
- * taken by a later call.  What the xmin horizon adds is order.  A take only
- * considers events whose transaction (xid) is older than its snapshot's xmin:
- * every such transaction has ended, and no transaction still running or yet
- * to start can get an xid below xmin, so below the horizon the set of events
- * is final.  Events are taken in (xid, event_id) order: a transaction's events
- * together and in emit order, and two transactions of which one ended before
- * the other wrote anything in the order they committed.
+ * Why no event is skipped.  A hand-written relay that reads "event_id > last"
+ * skips: an event_id is drawn at insert time but becomes visible at commit, so
+ * a transaction that commits after a later one lands behind a mark already
+ * passed.  Here no mark is kept: an event stays a candidate until a relay marks
+ * it sent, so the events of a transaction that commits late are taken by a
+ * later call, whatever ids came before them.
  *
- * Why no event is in two relays' hands at once, and a key keeps its order.
- * Takes of one outbox run one at a time (a lock of their own, held until the
- * take's transaction ends), each in a fresh READ COMMITTED snapshot taken after
- * that lock, so each sees every lease an earlier take gave.  A take passes over
- * events whose lease is live, and over every event of a key that has an earlier
- * event in flight (leased, or given back with a delay): a key's next event
- * leaves only once the one before it is acknowledged, or its lease has run out
- * or been given back, and then the earlier one is taken first, since it is
- * older.  Events without a key are not ordered against each other beyond the
- * take's order.
+ * Why each key leaves in commit order.  emit locks an event's key before it
+ * draws the event_id and holds the lock until its transaction ends
+ * (outbox.c).  So of two transactions emitting a key, the second draws its ids
+ * only after the first has committed: a key's event ids grow in commit order,
+ * and a snapshot that sees one event of a key sees every earlier one.  The
+ * take returns events in event_id order and passes over every event of a key
+ * that has an earlier event in flight (leased, or given back with a delay):
+ * a key's next event leaves only once the one before it is acknowledged, or
+ * its lease has run out or been given back, and then the earlier one is taken
+ * first.  Events without a key take no lock and are ordered only by id.
+ * (The snapshot's xmin horizon, the other known proof, would order by
+ * transaction id instead, which is not commit order: a consumer that claims
+ * its message first gets its xid before it waits for the row another
+ * transaction holds; and one long transaction anywhere in the cluster would
+ * hold every relay back.)
+ *
+ * Why no event is in two relays' hands at once.  Takes of one outbox run one
+ * at a time (a lock of their own, held until the take's transaction ends), each
+ * in a fresh READ COMMITTED snapshot taken after that lock, so each sees every
+ * lease an earlier take gave, and passes over events whose lease is live.
  *
  * A relay that dies holding a lease loses it when the lease runs out; its
  * events are taken again, so a broker may see an event twice.  Each event's
@@ -37,6 +41,7 @@
 #include "postgres.h"
 
 #include "access/relation.h"
+#include "access/transam.h"
 #include "access/xact.h"
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
@@ -45,6 +50,7 @@
 #include "storage/lmgr.h"
 #include "storage/lock.h"
 #include "tcop/utility.h"
+#include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/fmgroids.h"
 #include "utils/lsyscache.h"
@@ -58,9 +64,6 @@
 #include "registry.h"
 #include "retention.h"
 #include "spi_util.h"
-
-/* The take lock's tag: an advisory lock of a class of its own (see key_order.c). */
-#define OUTBOX_TAKE_LOCKTAG_CLASS 0x4f42
 
 /* Bounds on a take: a batch fits one broker round trip, a lease one outage. */
 #define OUTBOX_MAX_BATCH 10000
@@ -173,6 +176,41 @@ relay_lock_takes(Relation rel)
 }
 
 /*
+ * The ids of the events the take may lease, as an int8[]: those picked, up to
+ * the first row the calling transaction itself wrote (an event it emitted, or
+ * one it changed).  Such a row must not leave before that transaction commits:
+ * sent from a transaction that then rolled back, it would be a phantom.  The
+ * batch ends there rather than passing over it, which could let a later event
+ * of its key leave first; the next take after the commit goes on.
+ */
+static Datum
+relay_pick(Relation rel, int32 batch, TimestampTz now)
+{
+	Datum		args[2] = {Int32GetDatum(batch), TimestampTzGetDatum(now)};
+	Datum	   *ids;
+	int			nids = 0;
+	int			rc;
+
+	rc = SPI_execute_plan(outbox_plan(rel, OUTBOX_PICK), args, NULL, false, 0);
+	if (rc != SPI_OK_SELECT)
+		spi_report_error(rc, "relay_take");
+	ids = palloc(sizeof(Datum) * Max(SPI_processed, 1));
+	for (uint64 row = 0; row < SPI_processed; row++)
+	{
+		bool		isnull;
+		Datum		id = SPI_getbinval(SPI_tuptable->vals[row], SPI_tuptable->tupdesc, 1, &isnull);
+		TransactionId xmin = DatumGetTransactionId(SPI_getbinval(SPI_tuptable->vals[row],
+																 SPI_tuptable->tupdesc, 2, &isnull));
+
+		if (TransactionIdIsCurrentTransactionId(xmin))
+			break;
+		ids[nids++] = id;
+	}
+	return PointerGetDatum(construct_array(ids, nids, INT8OID, sizeof(int64), FLOAT8PASSBYVAL,
+										   TYPALIGN_DOUBLE));
+}
+
+/*
  * relay_take(outbox, batch_size, lease_for): lease up to batch_size events and
  * return them in order, with the lease and its end.  The caller needs SELECT
  * and UPDATE on the outbox; its policies apply.  READ COMMITTED only: the
@@ -189,7 +227,7 @@ inbox_relay_take(PG_FUNCTION_ARGS)
 	Interval   *lease_for;
 	TimestampTz now = GetCurrentTimestamp();
 	Datum		lease;
-	Datum		args[5];
+	Datum		args[4];
 	int			rc;
 
 	if (PG_ARGISNULL(1))
@@ -217,11 +255,10 @@ inbox_relay_take(PG_FUNCTION_ARGS)
 	lease = OidFunctionCall0Coll(F_GEN_RANDOM_UUID, InvalidOid);
 	spi_connect();
 	settings = outbox_settings(fcinfo, rel);
-	args[0] = Int32GetDatum(batch);
+	args[0] = relay_pick(rel, batch, now);
 	args[1] = lease;
 	args[2] = TimestampTzGetDatum(relay_after(now, lease_for));
-	args[3] = TimestampTzGetDatum(now);
-	args[4] = CStringGetTextDatum(settings.source);
+	args[3] = CStringGetTextDatum(settings.source);
 	rc = SPI_execute_plan(outbox_plan(rel, OUTBOX_TAKE), args, NULL, false, 0);
 	if (rc != SPI_OK_SELECT)
 		spi_report_error(rc, "relay_take");
