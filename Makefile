@@ -9,7 +9,8 @@
 # copy the tree, install what is missing (postgresql-server-dev-15 among it) and build
 # with an explicit PG_CONFIG:
 #
-#   make demo      build, install, run the demo on a throwaway cluster
+#   make demo      build, install, run the demos on a throwaway cluster
+#   make demo-outbox  only the outbox pipeline demo (examples/outbox_rabbitmq)
 #   make test      the same, then every suite on PostgreSQL 15, 17 and 19 (the newer
 #                  ones in Debian chroots, test/harness/versions.sh); ends with
 #                  "N passed, N failed"
@@ -65,10 +66,13 @@ include $(PGXS)
 $(OBJS): $(wildcard src/*.h)
 
 # The harness: scripts that need no PGXS variable, so that they run before pg_config exists.
-.PHONY: demo test test-versions bench bench-citus bench-growth fuzz valgrind deb
+.PHONY: demo demo-outbox test test-versions bench bench-citus bench-growth fuzz valgrind deb
 
 demo:
 	@bash test/harness/demo
+
+demo-outbox:
+	@INBOX_DEMO_ONLY=outbox bash test/harness/demo
 
 test:
 	@bash test/harness/test

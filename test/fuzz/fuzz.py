@@ -57,7 +57,8 @@ RELATIONS = [
     ("inherited_parent", "'fz.inh'"), ("oid0", "0"), ("oid_max", "4294967295"),
     ("dropped_oid", "{dropped_oid}"), ("null", "NULL"),
     ("temp_table", "'pg_temp.tt'"), ("temp_partitioned", "'pg_temp.tp'"),
-    ("temp_inbox_shape", "'pg_temp.tshape'"),
+    ("temp_inbox_shape", "'pg_temp.tshape'"), ("outbox", "'fz.ob'"),
+    ("outbox_registry", "'inbox.outbox_registry'"),
     ("sharded_inbox", "'fz.sb'"), ("sharded_inbox_uuid_key", "'fz.st'"),
     ("sharded_inbox_quoted_key", "'fz.s4'"), ("marker_shape_unregistered", "'fz.sshape'"),
 ]
@@ -422,6 +423,9 @@ REENTRY = [
     ("retry_same_id", "PERFORM inbox.retry('fz.r', NEW.message_id)"),
     ("discard_other", "PERFORM inbox.discard('fz.r', NEW.message_id || '-d')"),
     ("forget_same_id", "PERFORM inbox.forget('fz.r', NEW.message_id)"),
+    ("emit", "PERFORM inbox.emit('fz.ob', 'claimed', NEW.message_id, jsonb_build_object('id', NEW.message_id))"),
+    ("relay_take_ack", "PERFORM inbox.relay_ack('fz.ob', t.lease) FROM inbox.relay_take('fz.ob', 5) t"),
+    ("drop_outbox", "PERFORM inbox.drop_outbox('fz.ob')"),
 ]
 REENTRY_CALLS = [
     "SELECT inbox.claim('fz.r', 'a'), inbox.claim('fz.r', 'b')",
@@ -947,7 +951,9 @@ CREATE EXTENSION {EXT};
 CREATE SCHEMA fz AUTHORIZATION {OWNER};
 GRANT USAGE ON SCHEMA fz TO {NOBODY};
 GRANT EXECUTE ON FUNCTION inbox.drop_inbox(regclass), inbox.set_retention(regclass, interval),
-      inbox.purge(regclass, int4) TO {OWNER}, {NOBODY};
+      inbox.purge(regclass, int4), inbox.drop_outbox(regclass),
+      inbox.set_outbox_retention(regclass, interval), inbox.purge_outbox(regclass, int4)
+      TO {OWNER}, {NOBODY};
 CREATE EXTENSION file_fdw;
 CREATE SERVER fuzz_srv FOREIGN DATA WRAPPER file_fdw;
 CREATE FOREIGN TABLE fz.ft (message_id text, claimed_at timestamptz) SERVER fuzz_srv
@@ -961,6 +967,8 @@ END$$;
 ALTER COLLATION fz.ci OWNER TO {OWNER};
 SET ROLE {OWNER};
 SELECT inbox.create_inbox('fz.ti', 'text', '1 day');
+SELECT inbox.create_outbox('fz.ob');
+SELECT inbox.emit('fz.ob', 'topic', 'k', '{{}}'), inbox.emit('fz.ob', 'topic', NULL, '{{}}');
 SELECT inbox.create_inbox('fz.ui', 'uuid');
 SELECT inbox.create_inbox('fz.bi', 'bigint', '1 hour');
 SELECT inbox.create_inbox('fz.rt', 'text', '1 second');
@@ -1101,8 +1109,10 @@ CREATE TYPE fz.shell;
             return REGTYPES
         if t == "bigint":
             return BIGINT_IDS
-        if t == "text[]":
-            return ARRAYS["text[]"]
+        if t in ARRAYS:
+            return ARRAYS[t]
+        if t == "uuid":
+            return UUID_IDS
         if t == '"any"':
             return ANY_VALUES
         return TEXT_IDS
@@ -1116,6 +1126,9 @@ CREATE TYPE fz.shell;
         if t == "regclass":
             if f in ("upsert", "transition", "transition_key", "guard_transitions", "unguard_transitions"):
                 return "'fz.orders'"
+            if f in ("emit", "emit_bytes", "relay_take", "relay_ack", "relay_release", "purge_outbox",
+                     "drop_outbox", "set_outbox_retention"):
+                return "'fz.ob'"
             return inbox_expr
         if name == "shard_key" and t == '"any"':
             return fmt(self.cur_shard, n)

@@ -22,10 +22,12 @@ PG_BIN=${INBOX_PG_BIN:-/usr/lib/postgresql/$PG_MAJOR/bin}
 PG_CONFIG=$PG_BIN/pg_config
 REPO_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 # redis-server and the python3-* packages are for the Redis chaos demo
-# (examples/redis_chaos), which make demo runs and make test runs briefly.
+# (examples/redis_chaos), rabbitmq-server and python3-pika for the outbox pipeline
+# (examples/outbox_rabbitmq): make demo runs both and make test runs them briefly.
+# Each server runs privately on ports of its own, never as the system's service.
 PACKAGES=(make gcc "postgresql-$PG_MAJOR" "postgresql-server-dev-$PG_MAJOR"
           libipc-run-perl libtap-parser-sourcehandler-pgtap-perl
-          redis-server python3-redis python3-psycopg)
+          redis-server python3-redis python3-psycopg rabbitmq-server python3-pika)
 # "command:package" pairs: the package is installed only when the command is missing
 # from the tests' PATH: such tools often come from elsewhere, like NodeSource's nodejs,
 # which bundles npm and conflicts with Debian's.
