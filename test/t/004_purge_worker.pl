@@ -122,6 +122,37 @@ foreach my $db (@inbox_dbs)
 		"$db: stats count the claims and every purged row");
 }
 
+# Outboxes: the worker deletes the events sent longer ago than the retention, as
+# the outbox's owner (its trigger sees the owner as current_user, under a
+# restricted operation), and never an unsent event, however old.
+query(
+	'shop', q{
+CREATE ROLE outbox_owner;
+GRANT CREATE ON SCHEMA public TO outbox_owner;
+GRANT USAGE ON SCHEMA inbox TO outbox_owner;
+SET ROLE outbox_owner;
+SELECT inbox.create_outbox('public.shop_events', '1 hour');
+CREATE TABLE purged_by (who name, restricted boolean);
+CREATE FUNCTION note_purge() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  INSERT INTO public.purged_by VALUES (current_user,
+    NOT EXISTS (SELECT FROM pg_settings WHERE name = 'search_path' AND setting LIKE '%public%'));
+  RETURN OLD;
+END$$;
+CREATE TRIGGER note_purge BEFORE DELETE ON shop_events FOR EACH ROW EXECUTE FUNCTION note_purge();
+SELECT inbox.emit('shop_events', 'sent.long.ago', 'k', '{}') FROM generate_series(1, 3);
+SELECT inbox.emit('shop_events', 'unsent', 'k', '{}');
+UPDATE shop_events SET sent_at = now() - interval '2 hours' WHERE topic = 'sent.long.ago';
+UPDATE shop_events SET emitted_at = now() - interval '2 days' WHERE topic = 'unsent';
+RESET ROLE;
+});
+ok(within(30, 'shop', "SELECT count(*) = 0 FROM shop_events WHERE topic = 'sent.long.ago'"),
+	'shop: the worker purged the events sent before the retention');
+is(query('shop', "SELECT count(*) FROM shop_events WHERE topic = 'unsent'"),
+	1, 'shop: an unsent event is never purged');
+is(query('shop', 'SELECT DISTINCT who || \'/\' || restricted FROM purged_by'),
+	'outbox_owner/true', "shop: the outbox's trigger ran as its owner, search_path pinned");
+
 is(query('plain', 'SELECT count(*) FROM events'),
 	100, 'plain: a database without the extension is left alone');
 ok(!$node->log_contains('ERROR:'), 'no worker logged an error');
