@@ -43,6 +43,7 @@
 #include "inbox_admin.h"
 #include "outbox.h"
 #include "registry.h"
+#include "relcache_callbacks.h"
 #include "spi_util.h"
 #include "table_shape.h"
 
@@ -119,6 +120,12 @@ static const struct
 		"WHERE sent_at IS NULL AND lease OPERATOR(pg_catalog.=) $1",
 		2, {UUIDOID, TIMESTAMPTZOID}
 	},
+	[OUTBOX_ACK_LEASE_LISTED] = {
+		"UPDATE ONLY %1$s SET sent_at = $2, lease = NULL, lease_until = NULL "
+		"WHERE sent_at IS NULL AND lease OPERATOR(pg_catalog.=) $1"
+		"  AND event_id OPERATOR(pg_catalog.=) ANY ($3)",
+		3, {UUIDOID, TIMESTAMPTZOID, INT8ARRAYOID}
+	},
 	[OUTBOX_ACK_EVENTS] = {
 		"UPDATE ONLY %1$s SET sent_at = $2, lease = NULL, lease_until = NULL "
 		"WHERE sent_at IS NULL AND event_id OPERATOR(pg_catalog.=) ANY ($3)",
@@ -144,15 +151,34 @@ static const struct
 	},
 };
 
-/* One outbox's kept plans, written for the name it had then. */
+/*
+ * One outbox's kept plans, written for the name it had then, and the sequence
+ * of its event_id, forgotten at any relcache invalidation of the outbox (which
+ * every ALTER of its identity sends).
+ */
 typedef struct OutboxPlans
 {
 	Oid			relid;			/* hash key */
 	char	   *qualname;		/* in CacheMemoryContext */
 	SPIPlanPtr	plans[OUTBOX_NUM_STATEMENTS];
+	Oid			seqid;			/* InvalidOid until looked up */
 } OutboxPlans;
 
 static HTAB *OutboxPlanCache = NULL;
+
+static void
+outbox_invalidate(Datum arg, Oid relid)
+{
+	HASH_SEQ_STATUS status;
+	OutboxPlans *entry;
+
+	if (OutboxPlanCache == NULL)
+		return;
+	hash_seq_init(&status, OutboxPlanCache);
+	while ((entry = hash_seq_search(&status)) != NULL)
+		if (!OidIsValid(relid) || entry->relid == relid)
+			entry->seqid = InvalidOid;
+}
 
 /*
  * What is wrong with the table as an outbox, as an errdetail sentence, or NULL;
@@ -238,12 +264,11 @@ outbox_registry_relation(FunctionCallInfo fcinfo)
 }
 
 /*
- * The kept plan of one statement of an open outbox; SPI must be connected.
- * Written again when the outbox's qualified name is not the one its plans
- * were written for.
+ * The cache entry of an open outbox, its plans written again when the outbox's
+ * qualified name is not the one they were written for.
  */
-SPIPlanPtr
-outbox_plan(Relation rel, OutboxStatement which)
+static OutboxPlans *
+outbox_entry(Relation rel)
 {
 	Oid			relid = RelationGetRelid(rel);
 	char	   *qualname = shape_qualname(rel);
@@ -256,14 +281,17 @@ outbox_plan(Relation rel, OutboxStatement which)
 
 		ctl.keysize = sizeof(Oid);
 		ctl.entrysize = sizeof(OutboxPlans);
+		ctl.hcxt = CacheMemoryContext;
 		OutboxPlanCache = hash_create("idempotent_inbox outbox plans", 16, &ctl,
-									  HASH_ELEM | HASH_BLOBS);
+									  HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+		relcache_callback_register(outbox_invalidate);
 	}
 	entry = hash_search(OutboxPlanCache, &relid, HASH_ENTER, &found);
 	if (!found)
 	{
 		entry->qualname = NULL;
 		memset(entry->plans, 0, sizeof(entry->plans));
+		entry->seqid = InvalidOid;
 	}
 	if (entry->qualname == NULL || strcmp(entry->qualname, qualname) != 0)
 	{
@@ -273,10 +301,26 @@ outbox_plan(Relation rel, OutboxStatement which)
 			pfree(entry->qualname);
 		entry->qualname = MemoryContextStrdup(CacheMemoryContext, qualname);
 	}
+	return entry;
+}
+
+/*
+ * The kept plan of one statement of an open outbox; SPI must be connected.  The
+ * pick is planned once for any parameters: a plan made for the time now as a
+ * constant checks a key's in-flight events with a scan of every unsent event,
+ * where the generic one probes the key's index.
+ */
+SPIPlanPtr
+outbox_plan(Relation rel, OutboxStatement which)
+{
+	OutboxPlans *entry = outbox_entry(rel);
+
 	if (entry->plans[which] == NULL)
-		entry->plans[which] = spi_prepare_kept(psprintf(outbox_statements[which].sql, qualname),
-											   outbox_statements[which].nargs,
-											   (Oid *) outbox_statements[which].argtypes);
+		entry->plans[which] = spi_prepare_kept_opts(psprintf(outbox_statements[which].sql,
+															 entry->qualname),
+													outbox_statements[which].nargs,
+													(Oid *) outbox_statements[which].argtypes,
+													which == OUTBOX_PICK ? CURSOR_OPT_GENERIC_PLAN : 0);
 	return entry->plans[which];
 }
 
@@ -490,9 +534,12 @@ emit_headers(FunctionCallInfo fcinfo)
 static Oid
 outbox_event_id_sequence(Relation rel)
 {
+	OutboxPlans *entry = outbox_entry(rel);
 	TupleDesc	desc = RelationGetDescr(rel);
 	Oid			seqid = InvalidOid;
 
+	if (OidIsValid(entry->seqid))
+		return entry->seqid;
 	for (int i = 0; i < desc->natts; i++)
 		if (!TupleDescAttr(desc, i)->attisdropped &&
 			strcmp(NameStr(TupleDescAttr(desc, i)->attname), "event_id") == 0 &&
@@ -505,6 +552,7 @@ outbox_event_id_sequence(Relation rel)
 						RelationGetRelationName(rel)),
 				 errdetail("Its column \"event_id\" is not an identity column."),
 				 errhint("Alter it back, or create a new outbox with inbox.create_outbox().")));
+	entry->seqid = seqid;
 	return seqid;
 }
 

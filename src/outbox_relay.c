@@ -51,6 +51,7 @@
 #include "storage/lock.h"
 #include "tcop/utility.h"
 #include "utils/array.h"
+#include "utils/memutils.h"
 #include "utils/builtins.h"
 #include "utils/fmgroids.h"
 #include "utils/lsyscache.h"
@@ -68,6 +69,62 @@
 /* Bounds on a take: a batch fits one broker round trip, a lease one outage. */
 #define OUTBOX_MAX_BATCH 10000
 #define OUTBOX_MAX_LEASE_SECS (24 * 60 * 60)
+
+/*
+ * The event ids of the last leases this backend took, so that an ack or release
+ * of a whole lease from the same session finds its events by their ids instead
+ * of reading every unsent event for the lease (it has no index: a lease changes
+ * with every take, and an index on it would make each take's update non-HOT).
+ * Only a hint: the statement still checks the lease, and a lease this backend
+ * does not remember (another session's, or an old one) is found the slow way.
+ */
+#define REMEMBERED_LEASES 16
+
+typedef struct RememberedLease
+{
+	Oid			relid;			/* InvalidOid: an empty slot */
+	pg_uuid_t	lease;
+	ArrayType  *ids;			/* in TopMemoryContext */
+} RememberedLease;
+
+static RememberedLease remembered[REMEMBERED_LEASES];
+static int	next_remembered = 0;
+
+static void
+remember_lease(Relation rel, Datum lease, Datum ids)
+{
+	RememberedLease *slot = &remembered[next_remembered];
+
+	next_remembered = (next_remembered + 1) % REMEMBERED_LEASES;
+	if (slot->ids != NULL)
+		pfree(slot->ids);
+	slot->relid = RelationGetRelid(rel);
+	slot->lease = *DatumGetUUIDP(lease);
+	slot->ids = (ArrayType *) MemoryContextAlloc(TopMemoryContext, VARSIZE(DatumGetPointer(ids)));
+	memcpy(slot->ids, DatumGetPointer(ids), VARSIZE(DatumGetPointer(ids)));
+}
+
+/* The remembered ids of a lease, forgotten as they are handed out, or NULL. */
+static ArrayType *
+recall_lease(Relation rel, Datum lease)
+{
+	for (int i = 0; i < REMEMBERED_LEASES; i++)
+	{
+		RememberedLease *slot = &remembered[i];
+		ArrayType  *ids;
+
+		if (slot->relid != RelationGetRelid(rel) ||
+			memcmp(&slot->lease, DatumGetUUIDP(lease), sizeof(pg_uuid_t)) != 0)
+			continue;
+		ids = (ArrayType *) palloc(VARSIZE(slot->ids));
+		memcpy(ids, slot->ids, VARSIZE(slot->ids));
+		pfree(slot->ids);
+		slot->ids = NULL;
+		slot->relid = InvalidOid;
+		return ids;
+	}
+	return NULL;
+}
 
 /* What the registry says of an outbox. */
 typedef struct OutboxSettings
@@ -256,6 +313,7 @@ inbox_relay_take(PG_FUNCTION_ARGS)
 	spi_connect();
 	settings = outbox_settings(fcinfo, rel);
 	args[0] = relay_pick(rel, batch, now);
+	remember_lease(rel, lease, args[0]);
 	args[1] = lease;
 	args[2] = TimestampTzGetDatum(relay_after(now, lease_for));
 	args[3] = CStringGetTextDatum(settings.source);
@@ -284,26 +342,36 @@ inbox_relay_take(PG_FUNCTION_ARGS)
 /*
  * relay_ack and relay_release: one UPDATE of the outbox with the caller's
  * rights, of the lease's events or of those listed; returns the events changed.
+ * of_lease_listed is of_lease with the ids this backend remembers of the lease.
  */
 static Datum
-relay_finish(FunctionCallInfo fcinfo, OutboxStatement of_lease, OutboxStatement of_events,
-			 Datum until, bool until_null)
+relay_finish(FunctionCallInfo fcinfo, OutboxStatement of_lease, OutboxStatement of_lease_listed,
+			 OutboxStatement of_events, Datum until, bool until_null)
 {
 	Relation	rel;
 	Datum		args[3];
 	char		nulls[3] = {' ', until_null ? 'n' : ' ', ' '};
-	bool		listed = !PG_ARGISNULL(2);
+	OutboxStatement which = of_events;
 	uint64		changed;
 	int			rc;
 
 	args[0] = relay_lease_arg(fcinfo);
 	args[1] = until;
-	args[2] = listed ? PG_GETARG_DATUM(2) : (Datum) 0;
 	relay_refuse_read_only(fcinfo);
 	rel = outbox_open(fcinfo, ACL_SELECT | ACL_UPDATE, RowExclusiveLock);
+	if (!PG_ARGISNULL(2))
+		args[2] = PG_GETARG_DATUM(2);
+	else
+	{
+		ArrayType  *ids = recall_lease(rel, args[0]);
+
+		which = ids != NULL ? of_lease_listed : of_lease;
+		args[2] = PointerGetDatum(ids);
+		nulls[2] = ids != NULL ? ' ' : 'n';
+	}
 
 	spi_connect();
-	rc = SPI_execute_plan(outbox_plan(rel, listed ? of_events : of_lease), args, nulls, false, 0);
+	rc = SPI_execute_plan(outbox_plan(rel, which), args, nulls, false, 0);
 	if (rc != SPI_OK_UPDATE)
 		spi_report_error(rc, get_func_name(fcinfo->flinfo->fn_oid));
 	changed = SPI_processed;
@@ -322,7 +390,7 @@ PG_FUNCTION_INFO_V1(inbox_relay_ack);
 Datum
 inbox_relay_ack(PG_FUNCTION_ARGS)
 {
-	return relay_finish(fcinfo, OUTBOX_ACK_LEASE, OUTBOX_ACK_EVENTS,
+	return relay_finish(fcinfo, OUTBOX_ACK_LEASE, OUTBOX_ACK_LEASE_LISTED, OUTBOX_ACK_EVENTS,
 						TimestampTzGetDatum(GetCurrentTimestamp()), false);
 }
 
@@ -336,8 +404,9 @@ Datum
 inbox_relay_release(PG_FUNCTION_ARGS)
 {
 	if (PG_ARGISNULL(3))
-		return relay_finish(fcinfo, OUTBOX_RELEASE_LEASE, OUTBOX_RELEASE_EVENTS, (Datum) 0, true);
-	return relay_finish(fcinfo, OUTBOX_RELEASE_LEASE, OUTBOX_RELEASE_EVENTS,
+		return relay_finish(fcinfo, OUTBOX_RELEASE_LEASE, OUTBOX_RELEASE_EVENTS,
+							OUTBOX_RELEASE_EVENTS, (Datum) 0, true);
+	return relay_finish(fcinfo, OUTBOX_RELEASE_LEASE, OUTBOX_RELEASE_EVENTS, OUTBOX_RELEASE_EVENTS,
 						TimestampTzGetDatum(relay_after(GetCurrentTimestamp(),
 														relay_interval_arg(fcinfo, 3, "retry_after",
 																		   OUTBOX_MAX_LEASE_SECS))),

@@ -13,7 +13,7 @@
 
 #include "relcache_callbacks.h"
 
-/* Our caches: registry, shapes, row converters, held inboxes, stream positions. */
+/* Our caches: registry, shapes, row converters, held inboxes, stream positions, outboxes. */
 #define MAX_INBOX_RELCACHE_CALLBACKS 8
 
 static RelcacheCallbackFunction callbacks[MAX_INBOX_RELCACHE_CALLBACKS];

@@ -84,7 +84,14 @@ spi_connect(void)
 SPIPlanPtr
 spi_prepare_kept(const char *sql, int nargs, Oid *argtypes)
 {
-	SPIPlanPtr	plan = SPI_prepare(sql, nargs, argtypes);
+	return spi_prepare_kept_opts(sql, nargs, argtypes, 0);
+}
+
+/* spi_prepare_kept with cursor options, such as CURSOR_OPT_GENERIC_PLAN. */
+SPIPlanPtr
+spi_prepare_kept_opts(const char *sql, int nargs, Oid *argtypes, int cursor_options)
+{
+	SPIPlanPtr	plan = SPI_prepare_cursor(sql, nargs, argtypes, cursor_options);
 	int			rc;
 
 	if (plan == NULL)

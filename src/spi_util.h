@@ -11,6 +11,8 @@
 
 extern void spi_connect(void);
 extern SPIPlanPtr spi_prepare_kept(const char *sql, int nargs, Oid *argtypes);
+extern SPIPlanPtr spi_prepare_kept_opts(const char *sql, int nargs, Oid *argtypes,
+										int cursor_options);
 extern void spi_free_plan(SPIPlanPtr *plan);
 extern void spi_execute_expect(SPIPlanPtr plan, Datum *values, const char *nulls,
 							   int expected);
