@@ -58,6 +58,7 @@
 #include "utils/rel.h"
 #include "utils/rls.h"
 #include "utils/timestamp.h"
+#include "utils/tuplestore.h"
 #include "utils/uuid.h"
 
 #include "compat.h"
