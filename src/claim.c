@@ -66,7 +66,7 @@
 #include "utils/tuplestore.h"
 #include "utils/uuid.h"
 
-#include "inbox.h"
+#include "inbox_info.h"
 #include "adaptive.h"
 #include "claim.h"
 #include "claim_direct.h"

@@ -11,7 +11,7 @@
 #include "utils/array.h"
 #include "utils/tuplestore.h"
 
-#include "inbox.h"
+#include "inbox_info.h"
 #include "held_inbox.h"
 #include "signature.h"
 

@@ -33,7 +33,7 @@
 #include "utils/lsyscache.h"
 #include "utils/tuplestore.h"
 
-#include "inbox.h"
+#include "inbox_info.h"
 #include "claim.h"
 #include "claim_routed.h"
 #include "message_id.h"

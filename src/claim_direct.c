@@ -46,7 +46,7 @@
 #include "utils/rls.h"
 
 #include "compat.h"
-#include "inbox.h"
+#include "inbox_info.h"
 #include "claim_direct.h"
 #include "claim_row.h"
 #include "direct_access.h"

@@ -5,7 +5,7 @@
 #ifndef INBOX_CLAIM_DIRECT_H
 #define INBOX_CLAIM_DIRECT_H
 
-#include "inbox.h"
+#include "inbox_info.h"
 #include "held_inbox.h"
 
 typedef enum ClaimDirectResult

@@ -34,7 +34,7 @@
 #include "utils/lsyscache.h"
 #include "utils/typcache.h"
 
-#include "inbox.h"
+#include "inbox_info.h"
 #include "claim_routed.h"
 #include "claim_row.h"
 #include "inbox_sql.h"

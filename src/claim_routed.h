@@ -9,7 +9,7 @@
 #include "access/htup.h"
 #include "access/tupdesc.h"
 
-#include "inbox.h"
+#include "inbox_info.h"
 
 extern Datum claim_routed_shard_key(FunctionCallInfo fcinfo, int argno, const InboxInfo *inbox);
 extern bool claim_routed(InboxInfo *inbox, Datum message_id, const Datum *shard_key);

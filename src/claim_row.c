@@ -27,7 +27,7 @@
 #include "utils/snapmgr.h"
 
 #include "compat.h"
-#include "inbox.h"
+#include "inbox_info.h"
 #include "claim_row.h"
 #include "direct_access.h"
 #include "message_id.h"

@@ -5,8 +5,30 @@
 #ifndef INBOX_CLAIM_ROW_H
 #define INBOX_CLAIM_ROW_H
 
+#include "utils/jsonb.h"
+
 #include "compat.h"
-#include "inbox.h"
+#include "direct_access.h"
+#include "inbox_info.h"
+
+/* A claim's row, and the columns asked for. */
+typedef struct ClaimRow
+{
+	RowState	state;
+	DirtyWait	wait;
+	ItemPointerData tid;
+	/* The columns below are read only when asked for, and only when present. */
+	TimestampTz claimed_at;
+	bytea	   *fingerprint;	/* NULL when none was given */
+	Jsonb	   *result;			/* NULL when none is stored */
+	bool		has_token;
+	int64		token;
+	bool		leased;			/* lease_until is set: an attempt is running */
+	TimestampTz lease_until;
+	int32		holder_pid;		/* 0 unless the lease is session-bound */
+	TimestampTz holder_started;
+} ClaimRow;
+
 
 extern void claim_row_read(InboxInfo *inbox, Datum message_id, bool columns, ClaimRow *row);
 extern void claim_row_read_for_claim(InboxInfo *inbox, Datum message_id, ClaimRow *row);

@@ -44,7 +44,7 @@
 #include "utils/syscache.h"
 #include "utils/varlena.h"
 
-#include "inbox.h"
+#include "inbox_info.h"
 #include "claim.h"
 #include "held_inbox.h"
 #include "message_id.h"

@@ -6,7 +6,39 @@
 #ifndef INBOX_DIRECT_ACCESS_H
 #define INBOX_DIRECT_ACCESS_H
 
+#include "access/attnum.h"
+#include "storage/itemptr.h"
+#include "utils/relcache.h"
+
 #include "inbox.h"
+
+struct ScanKeyData;
+struct TupleTableSlot;
+
+/*
+ * Who to wait for before looking at a row again (direct_access.c): the
+ * transaction inserting or changing it, and for a speculative insertion its
+ * token, which is released as soon as that insertion is confirmed or killed.
+ */
+typedef struct DirtyWait
+{
+	TransactionId xid;
+	uint32		spec_token;
+} DirtyWait;
+
+/*
+ * A row as a dirty snapshot sees it (claim_row.c reads claims so).  Another
+ * transaction may be inserting it (a claim not yet committed) or changing it
+ * (finishing, taking over, purging); the DirtyWait names that transaction, to
+ * wait for or to report.
+ */
+typedef enum RowState
+{
+	ROW_ABSENT,
+	ROW_PRESENT,				/* committed, or written by this transaction */
+	ROW_INSERTING,
+	ROW_CHANGING
+} RowState;
 
 extern bool direct_access_possible(Relation rel, const AttrNumber *filled, int nfilled);
 extern bool direct_access_sole_arbiter(Relation rel, Oid keyindex);

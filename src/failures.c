@@ -250,6 +250,71 @@ quarantine_claim(const FailureCall *call, bool over_expired)
 }
 
 /*
+ * One look at the message for record_failure: its status, with the attempts it
+ * has made, or NULL when the row changed under us and must be read again.
+ */
+static const char *
+record_attempt(const FailureCall *call, Datum *args, bool *args_null, int32 *attempts)
+{
+	ClaimRow	row;
+	FailureRow	failure;
+	bool		expired = false;
+	bool		isnull;
+	int32		max_attempts;
+
+	claim_row_read(call->inbox, call->id, true, &row);
+	if (row.state == ROW_INSERTING || row.state == ROW_CHANGING)
+	{
+		claim_row_wait(call->inbox, &row);
+		return NULL;
+	}
+	if (row.state == ROW_PRESENT)
+	{
+		expired = claim_row_expired(call->inbox, &row, GetCurrentTimestamp());
+		if (!expired)
+		{
+			failure_lock(call, &failure);
+			*attempts = failure.attempts;
+			if (claim_row_quarantined(&row))
+				return "quarantined";
+			/* Its failures are past: they no longer hold its key. */
+			if (failure.found)
+				failure_delete(call);
+			*attempts = 0;
+			return "applied";
+		}
+	}
+
+	/* Counted only while not quarantined: a quarantine ends with a verb. */
+	if (failures_execute(call,
+						 "INSERT INTO %1$s.failures AS f "
+						 "(inbox, message_id, last_error, ordering_key, attempts) "
+						 "VALUES ($1, $2, $3, $4, 1) ON CONFLICT (inbox, message_id) DO UPDATE "
+						 "SET attempts = f.attempts OPERATOR(pg_catalog.+) 1, "
+						 "last_error = excluded.last_error, last_failed_at = pg_catalog.now(), "
+						 "ordering_key = COALESCE(excluded.ordering_key, f.ordering_key) "
+						 "WHERE f.quarantined_at IS NULL "
+						 "RETURNING f.attempts, (SELECT r.max_attempts FROM %1$s.registry r "
+						 "WHERE r.relid OPERATOR(pg_catalog.=) $1)",
+						 2, (Oid[]) {TEXTOID, TEXTOID}, args, args_null) == 0)
+		return NULL;			/* quarantined by another failure: read again */
+	*attempts = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+	max_attempts = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull));
+	if (*attempts < max_attempts)
+		return "retry";
+	if (!quarantine_claim(call, expired))
+	{
+		/* Claimed meanwhile and committed: the attempt did not matter. */
+		failure_delete(call);
+		*attempts = 0;
+		return "applied";
+	}
+	failures_execute(call, "UPDATE %1$s.failures SET quarantined_at = pg_catalog.now() "
+					 "WHERE " FAILURE_IS, 0, NULL, NULL, NULL);
+	return "quarantined";
+}
+
+/*
  * record_failure: count the attempt unless a delivery applied the message
  * meanwhile, and quarantine it at max_attempts.  Concurrent failures of one
  * message meet on its failures row; a claim made meanwhile meets the
@@ -286,71 +351,8 @@ inbox_record_failure(PG_FUNCTION_ARGS)
 	spi_connect();
 	while (status == NULL)
 	{
-		ClaimRow	row;
-		FailureRow failure;
-		bool		expired = false;
-		bool		isnull;
-		int32		max_attempts;
-
 		claim_row_retry(call.inbox, call.id, &retries);
-		claim_row_read(call.inbox, call.id, true, &row);
-		if (row.state == ROW_INSERTING || row.state == ROW_CHANGING)
-		{
-			claim_row_wait(call.inbox, &row);
-			continue;
-		}
-		if (row.state == ROW_PRESENT)
-		{
-			expired = claim_row_expired(call.inbox, &row, GetCurrentTimestamp());
-			if (!expired)
-			{
-				failure_lock(&call, &failure);
-				attempts = failure.attempts;
-				if (claim_row_quarantined(&row))
-				{
-					status = "quarantined";
-					break;
-				}
-				/* Its failures are past: they no longer hold its key. */
-				if (failure.found)
-					failure_delete(&call);
-				attempts = 0;
-				status = "applied";
-				break;
-			}
-		}
-
-		/* Counted only while not quarantined: a quarantine ends with a verb. */
-		if (failures_execute(&call,
-							 "INSERT INTO %1$s.failures AS f "
-							 "(inbox, message_id, last_error, ordering_key, attempts) "
-							 "VALUES ($1, $2, $3, $4, 1) ON CONFLICT (inbox, message_id) DO UPDATE "
-							 "SET attempts = f.attempts OPERATOR(pg_catalog.+) 1, "
-							 "last_error = excluded.last_error, last_failed_at = pg_catalog.now(), "
-							 "ordering_key = COALESCE(excluded.ordering_key, f.ordering_key) "
-							 "WHERE f.quarantined_at IS NULL "
-							 "RETURNING f.attempts, (SELECT r.max_attempts FROM %1$s.registry r "
-							 "WHERE r.relid OPERATOR(pg_catalog.=) $1)",
-							 2, (Oid[]) {TEXTOID, TEXTOID}, args, args_null) == 0)
-			continue;			/* quarantined by another failure: read again */
-		attempts = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
-		max_attempts = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull));
-		if (attempts < max_attempts)
-		{
-			status = "retry";
-			break;
-		}
-		if (!quarantine_claim(&call, expired))
-		{
-			/* Claimed meanwhile and committed: the attempt did not matter. */
-			failure_delete(&call);
-			attempts = 0;
-			status = "applied";
-			break;
-		}
-		failures_execute(&call, "UPDATE %1$s.failures SET quarantined_at = pg_catalog.now() "
-						 "WHERE " FAILURE_IS, 0, NULL, NULL, NULL);
-		status = "quarantined";
+		status = record_attempt(&call, args, args_null, &attempts);
 	}
 	SPI_finish();
 

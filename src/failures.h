@@ -10,7 +10,7 @@
 #include "fmgr.h"
 #include "datatype/timestamp.h"
 
-#include "inbox.h"
+#include "inbox_info.h"
 
 /* One call's inbox and message, with the message id as the failures table keeps it. */
 typedef struct FailureCall

@@ -18,7 +18,7 @@
 #include "utils/jsonb.h"
 #include "utils/numeric.h"
 
-#include "inbox.h"
+#include "inbox_info.h"
 #include "fingerprint.h"
 #include "message_id.h"
 #include "stats.h"

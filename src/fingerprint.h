@@ -5,7 +5,7 @@
 #ifndef INBOX_FINGERPRINT_H
 #define INBOX_FINGERPRINT_H
 
-#include "inbox.h"
+#include "claim_row.h"
 
 extern bytea *fingerprint_arg(FunctionCallInfo fcinfo, int argno);
 extern void fingerprint_check(InboxInfo *inbox, Datum message_id, const ClaimRow *row,

@@ -39,6 +39,7 @@
 #include "access/table.h"
 #include "access/xact.h"
 #include "lib/ilist.h"
+#include "nodes/execnodes.h"
 #include "utils/memutils.h"
 
 #include "inbox.h"

@@ -1,7 +1,8 @@
 /*
  * inbox.h
- *		The terms and types the modules of idempotent_inbox share.  Each module's
- *		own functions are declared in its own header (registry.h, claim.h, ...).
+ *		The terms, SQLSTATEs and limits every module of idempotent_inbox shares.
+ *		Types live with the module that owns them: an inbox's cache entry in
+ *		inbox_info.h, a claim row in claim_row.h, a dirty look in direct_access.h.
  *
  * Terms, used the same way in every file:
  *	inbox		an ordinary table of claims for one consumer, listed in the registry
@@ -20,16 +21,7 @@
 
 #include "postgres.h"
 
-#include "executor/spi.h"
-#include "access/attnum.h"
 #include "fmgr.h"
-#include "storage/itemptr.h"
-#include "storage/lockdefs.h"
-#include "nodes/parsenodes.h"
-#include "utils/array.h"
-#include "utils/jsonb.h"
-#include "utils/relcache.h"
-#include "utils/timestamp.h"
 
 /*
  * Our own SQLSTATEs: the standard class, and a subclass starting with I, which
@@ -46,155 +38,5 @@
 
 /* Longest message id we accept, in bytes; keeps claims well inside an index tuple. */
 #define INBOX_MAX_ID_BYTES 1024
-
-/*
- * The statements a backend prepares per inbox, from the templates in
- * inbox_sql.c.  Each is prepared on first use and kept until the inbox's cache
- * entry is reloaded (the table may have been renamed).
- */
-typedef enum InboxStatement
-{
-	SQL_CLAIM,					/* INSERT ... ON CONFLICT DO NOTHING */
-	SQL_CLAIM_MANY,				/* batch variant, RETURNING the fresh ids */
-	SQL_CLAIM_MANY_WINDOW,		/* the same, renewing expired claims */
-	SQL_CLAIM_FULL,				/* a claim or lease with every column given */
-	SQL_RECLAIM,				/* a fresh claim over an expired one */
-	SQL_TAKEOVER,				/* a new lease over a stale one */
-	SQL_FINISH,
-	SQL_RELEASE,
-	SQL_COMPLETE,
-	SQL_RESULT,
-	SQL_PURGE,
-	SQL_OLDEST,
-	/* Routed claims (claim_routed.c): one statement each, which Citus can route. */
-	SQL_CLAIM_WINDOW,			/* a claim that renews an expired one in place */
-	SQL_EXISTS,					/* is the id claimed? (after a trigger skipped it) */
-	SQL_HELD,					/* the same, by a claim that has not expired */
-	SQL_PURGE_DISTRIBUTED,		/* purge as one distributed DELETE */
-	/* Quarantine (failures.c): the claim row of a quarantined message. */
-	SQL_QUARANTINE,				/* a claim row that never expires */
-	SQL_QUARANTINE_EXPIRED,		/* the same over an expired claim */
-	SQL_UNQUARANTINE,			/* retry: delete that row */
-	SQL_DISCARD,				/* discard: make it an ordinary claim */
-	SQL_FORGET,					/* forget: delete any claim of the id */
-	/* The same statements for an inbox with a shard key; it is their last $n. */
-	SQL_SHARDED_CLAIM,
-	SQL_SHARDED_CLAIM_WINDOW,
-	SQL_SHARDED_CLAIM_MANY,
-	SQL_SHARDED_CLAIM_MANY_WINDOW,
-	SQL_SHARDED_EXISTS,
-	SQL_SHARDED_HELD,
-	SQL_NUM_STATEMENTS
-} InboxStatement;
-
-/*
- * The columns create_inbox makes, found by name when an entry is loaded.  Only
- * message_id and claimed_at are needed by plain claims; the others carry
- * fingerprints, stored results and leases.
- */
-typedef enum InboxColumn
-{
-	COL_CLAIMED_AT,
-	COL_FINGERPRINT,
-	COL_RESULT,
-	COL_TOKEN,
-	COL_LEASE_UNTIL,
-	COL_HOLDER_PID,
-	COL_HOLDER_STARTED,
-	INBOX_NUM_COLUMNS
-} InboxColumn;
-
-/* Shared-memory counters of one inbox (stats.h); NULL when not preloaded. */
-typedef struct InboxCounters InboxCounters;
-
-/*
- * What a backend remembers about one inbox.  Entries live in a hash keyed by the
- * table's OID and are marked stale by a relcache callback; the plans are kept
- * SPI plans built from the table's current qualified name.
- */
-typedef struct InboxInfo
-{
-	Oid			relid;			/* hash key */
-	bool		valid;			/* false once a relcache invalidation arrives */
-	Oid			keytype;		/* TEXTOID, UUIDOID or INT8OID */
-	Oid			pkindex;		/* the message_id primary key index */
-	RegProcedure key_eq;		/* equality proc of that index, for probes */
-	char	   *qualname;		/* quoted, schema-qualified table name, in cxt */
-	MemoryContext cxt;			/* what a load allocates, freed with the entry's
-								 * plans only once no call can be using them */
-	AttrNumber	key_attnum;		/* message_id */
-	AttrNumber	shard_attnum;	/* the shard key, first in the primary key; 0 if none */
-	Oid			shard_type;
-	RegProcedure shard_eq;		/* equality proc of the primary key on it, and */
-	Oid			shard_collation;	/* its collation: a stored claim's shard key is
-									 * compared with the one given */
-	char	   *shard_column;	/* its quoted name, in cxt; NULL if none */
-	bool		distributed;	/* a Citus table: its rows live in shards */
-	bool		routed;			/* every claim is one SQL statement, with nothing read
-								 * or written directly: distributed, or with a shard
-								 * key (claim_routed.c) */
-	bool		direct_shape;	/* claims may skip the executor (claim_direct.c) */
-	bool		insert_first_safe;	/* the primary key is its only unique or
-									 * exclusion index: a direct claim may insert
-									 * before it looks */
-	bool		insert_triggers;	/* BEFORE INSERT row triggers, which may skip or
-									 * change a claim's row */
-	bool		update_triggers;	/* BEFORE UPDATE row triggers, which may skip the
-									 * renewal of an expired claim */
-	bool		has_retention;	/* claims older than retention count as absent */
-	Interval	retention;
-	AttrNumber	columns[INBOX_NUM_COLUMNS];	/* attnums, by InboxColumn */
-	SPIPlanPtr	plans[SQL_NUM_STATEMENTS];
-	InboxCounters *counters;	/* looked up once per load; NULL if not preloaded */
-	int			dup_rate;		/* recent share of duplicates, see claim_one */
-	/*
-	 * Set by a claim that answered duplicate from the row it read (the direct
-	 * path's look, claim_checked): whether that row was a quarantine, so that claim_quarantined
-	 * need not read it again.  Cleared at each claim.
-	 */
-	bool		dup_row_known;
-	bool		dup_row_quarantined;
-} InboxInfo;
-
-/*
- * Who to wait for before looking at a row again (direct_access.c): the
- * transaction inserting or changing it, and for a speculative insertion its
- * token, which is released as soon as that insertion is confirmed or killed.
- */
-typedef struct DirtyWait
-{
-	TransactionId xid;
-	uint32		spec_token;
-} DirtyWait;
-
-/*
- * One claim as a dirty snapshot sees it (claim_row.c).  Another transaction may be
- * inserting it (a claim not yet committed) or changing it (finishing, taking over,
- * purging); xid names that transaction, to wait for or to report.
- */
-typedef enum RowState
-{
-	ROW_ABSENT,
-	ROW_PRESENT,				/* committed, or written by this transaction */
-	ROW_INSERTING,
-	ROW_CHANGING
-} RowState;
-
-typedef struct ClaimRow
-{
-	RowState	state;
-	DirtyWait	wait;
-	ItemPointerData tid;
-	/* The columns below are read only when asked for, and only when present. */
-	TimestampTz claimed_at;
-	bytea	   *fingerprint;	/* NULL when none was given */
-	Jsonb	   *result;			/* NULL when none is stored */
-	bool		has_token;
-	int64		token;
-	bool		leased;			/* lease_until is set: an attempt is running */
-	TimestampTz lease_until;
-	int32		holder_pid;		/* 0 unless the lease is session-bound */
-	TimestampTz holder_started;
-} ClaimRow;
 
 #endif							/* INBOX_H */

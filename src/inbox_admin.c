@@ -33,7 +33,7 @@
 #include "utils/varlena.h"
 
 #include "compat.h"
-#include "inbox.h"
+#include "inbox_info.h"
 #include "inbox_admin.h"
 #include "inbox_shape.h"
 #include "inbox_sql.h"

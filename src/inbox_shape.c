@@ -45,7 +45,7 @@
 #include "utils/syscache.h"
 
 #include "compat.h"
-#include "inbox.h"
+#include "inbox_info.h"
 #include "direct_access.h"
 #include "inbox_shape.h"
 #include "inbox_sql.h"

@@ -6,7 +6,7 @@
 #define INBOX_INBOX_SHAPE_H
 
 #include "compat.h"
-#include "inbox.h"
+#include "inbox_info.h"
 
 /*
  * The CHECK constraint that marks a sharded inbox as one on every node of a

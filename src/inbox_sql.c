@@ -22,7 +22,7 @@
 #include "catalog/pg_type.h"
 #include "utils/lsyscache.h"
 
-#include "inbox.h"
+#include "inbox_info.h"
 #include "citus_tables.h"
 #include "inbox_sql.h"
 #include "spi_util.h"

@@ -5,7 +5,7 @@
 #ifndef INBOX_INBOX_SQL_H
 #define INBOX_INBOX_SQL_H
 
-#include "inbox.h"
+#include "inbox_info.h"
 
 /* The names of the columns, by InboxColumn. */
 extern const char *const inbox_sql_column_names[INBOX_NUM_COLUMNS];

@@ -21,7 +21,7 @@
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
 
-#include "inbox.h"
+#include "inbox_info.h"
 #include "claim_row.h"
 #include "fingerprint.h"
 #include "inbox_sql.h"

@@ -13,7 +13,7 @@
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
 
-#include "inbox.h"
+#include "inbox_info.h"
 #include "message_id.h"
 #include "registry.h"
 

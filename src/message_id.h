@@ -6,7 +6,7 @@
 #ifndef INBOX_MESSAGE_ID_H
 #define INBOX_MESSAGE_ID_H
 
-#include "inbox.h"
+#include "inbox_info.h"
 
 extern Datum message_id_from_arg(FunctionCallInfo fcinfo, int argno, Oid argtype,
 								 const InboxInfo *inbox);

@@ -5,8 +5,6 @@
 #ifndef INBOX_PURGE_WORKER_H
 #define INBOX_PURGE_WORKER_H
 
-#include "inbox.h"
-
 extern void purge_worker_init(void);
 
 #endif							/* INBOX_PURGE_WORKER_H */

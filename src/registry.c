@@ -33,7 +33,7 @@
 #include "utils/timestamp.h"
 
 #include "compat.h"
-#include "inbox.h"
+#include "inbox_info.h"
 #include "direct_access.h"
 #include "citus_tables.h"
 #include "inbox_shape.h"

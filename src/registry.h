@@ -6,7 +6,7 @@
 #ifndef INBOX_REGISTRY_H
 #define INBOX_REGISTRY_H
 
-#include "inbox.h"
+#include "inbox_info.h"
 
 extern void registry_init(void);
 extern InboxInfo *registry_lookup(FunctionCallInfo fcinfo, int argno, LOCKMODE lockmode,

@@ -29,7 +29,7 @@
 
 #include "compat.h"
 #include "failures.h"
-#include "inbox.h"
+#include "inbox_info.h"
 #include "inbox_sql.h"
 #include "registry.h"
 #include "retention.h"

@@ -6,7 +6,7 @@
 #ifndef INBOX_RETENTION_H
 #define INBOX_RETENTION_H
 
-#include "inbox.h"
+#include "inbox_info.h"
 
 /* Acting as a table's owner, as VACUUM does (restricted, search_path pinned). */
 typedef struct AsOwner

@@ -5,7 +5,7 @@
 #ifndef INBOX_RETIRED_H
 #define INBOX_RETIRED_H
 
-#include "inbox.h"
+#include "executor/spi.h"
 
 extern void retired_init(void);
 extern void retired_add_plan(SPIPlanPtr plan);

@@ -5,6 +5,9 @@
 #ifndef INBOX_ROW_VALUES_H
 #define INBOX_ROW_VALUES_H
 
+#include "utils/jsonb.h"
+#include "utils/relcache.h"
+
 #include "inbox.h"
 
 extern void row_values_init(void);

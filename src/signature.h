@@ -6,8 +6,9 @@
 #ifndef INBOX_SIGNATURE_H
 #define INBOX_SIGNATURE_H
 
+#include "fmgr.h"
+
 #include "compat.h"
-#include "inbox.h"
 
 /* What a call site of one of our SQL functions was declared with. */
 typedef struct CallSignature

@@ -5,9 +5,9 @@
 #ifndef INBOX_SPI_UTIL_H
 #define INBOX_SPI_UTIL_H
 
-#include "compat.h"
-#include "inbox.h"
 #include "executor/spi.h"
+
+#include "compat.h"
 
 extern void spi_connect(void);
 extern SPIPlanPtr spi_prepare_kept(const char *sql, int nargs, Oid *argtypes);

@@ -5,7 +5,8 @@
 #ifndef INBOX_STATE_MACHINE_H
 #define INBOX_STATE_MACHINE_H
 
-#include "inbox.h"
+#include "utils/array.h"
+#include "utils/relcache.h"
 
 extern ArrayType *state_machine_sources(Relation rel, const char *column, const char *to_state,
 										Oid nspid);

@@ -5,7 +5,7 @@
 #ifndef INBOX_STATEMENT_CACHE_H
 #define INBOX_STATEMENT_CACHE_H
 
-#include "inbox.h"
+#include "fmgr.h"
 
 typedef struct StatementPlan StatementPlan;
 extern void statement_cache_init(void);

@@ -37,7 +37,7 @@
 #include "utils/syscache.h"
 
 #include "compat.h"
-#include "inbox.h"
+#include "inbox_info.h"
 #include "stats.h"
 
 typedef struct StatsKey

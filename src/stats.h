@@ -5,7 +5,7 @@
 #ifndef INBOX_STATS_H
 #define INBOX_STATS_H
 
-#include "inbox.h"
+#include "inbox_info.h"
 
 typedef enum InboxCounter
 {

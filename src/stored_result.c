@@ -13,7 +13,7 @@
 #include "utils/lsyscache.h"
 #include "utils/timestamp.h"
 
-#include "inbox.h"
+#include "inbox_info.h"
 #include "claim_row.h"
 #include "inbox_sql.h"
 #include "message_id.h"

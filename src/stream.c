@@ -34,7 +34,7 @@
 #include "utils/snapmgr.h"
 
 #include "compat.h"
-#include "inbox.h"
+#include "inbox_info.h"
 #include "direct_access.h"
 #include "registry.h"
 #include "spi_util.h"

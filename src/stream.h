@@ -7,7 +7,7 @@
 #ifndef INBOX_STREAM_H
 #define INBOX_STREAM_H
 
-#include "inbox.h"
+#include "inbox_info.h"
 
 /* A consumer of a fenced partition that lost it in a rebalance. */
 #define ERRCODE_STALE_GENERATION		MAKE_SQLSTATE('5','5','I','0','2')

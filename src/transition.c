@@ -294,6 +294,57 @@ typedef struct KeyForm
 } KeyForm;
 
 /*
+ * The statements of a shape not cached yet, kept: the guarded UPDATE and the
+ * look at the row, with the key's values at the parameters params gives.
+ */
+static const ShapeStatements *
+transition_statements(Relation rel, Bitmapset *keycols, AttrNumber attnum, Oid keyindex,
+					  int *params, int nkeys)
+{
+	ShapeStatements *built = palloc0(sizeof(ShapeStatements));
+	char	   *target = shape_target(rel);
+	const char *quoted = shape_column_name(rel, attnum);
+
+	built->keyindex = keyindex;
+	built->keys = keycols;
+	built->sql[0] = move_sql(target, quoted, shape_column_type(rel, attnum), built->keyindex,
+							 params, nkeys);
+	built->sql[1] = look_sql(target, quoted, built->keyindex, params);
+	built->direct_update = direct_access_update_possible(rel);
+	shape_cache_store(rel, SHAPE_TRANSITION, keycols, NULL, attnum, built);
+	return built;
+}
+
+/*
+ * A replay or a refusal needs no statement at all when we may read the row,
+ * and a move none either when we may also write it in place.  Without that,
+ * while most calls through this shape move their row, the read is an index
+ * lookup the UPDATE repeats, so they go to the UPDATE at once.  Every order
+ * gives the same answers: the UPDATE writes nothing unless it moves.
+ * idempotent_inbox.force_path forces an order (adaptive.h).  NULL when the
+ * statements must answer.
+ */
+static const char *
+transition_direct(Relation rel, const ShapeStatements *sql, AttrNumber attnum, Datum *row,
+				  bool *rownulls, ArrayType *sources, const char *to_state, Datum to_value)
+{
+	bool		read_direct = direct_access_fetch_allowed(rel);
+	bool		in_place;
+	const char *outcome;
+	StoredRow	stored;
+
+	in_place = read_direct && sql->direct_update && direct_access_allowed(RelationGetRelid(rel));
+	if (!read_direct ||
+		adaptive_goes_first(sql->fresh_rate >= MOVED_FIRST_THRESHOLD && !in_place, STEP_WRITE))
+		return NULL;
+	outcome = decide_missing_already_or_rejected(rel, sql->keyindex, attnum, row, rownulls,
+												 sources, to_state, &stored);
+	if (outcome == NULL && in_place)
+		outcome = move_in_place(rel, &stored, attnum, to_value);
+	return outcome;
+}
+
+/*
  * Everything after the key's columns are known, for both forms: arguments
  * state_column, [from_states,] to_state are at argno 2, 3 and 3 or 4.
  */
@@ -315,16 +366,12 @@ transition_common(FunctionCallInfo fcinfo, Relation rel, AclMode held, const Key
 	bool	   *rownulls = palloc(sizeof(bool) * natts);
 	int		   *params = palloc0(sizeof(int) * (natts + 1));
 	int			nkeys = bms_num_members(keycols);
-	ShapeStatements *sql;
+	const ShapeStatements *sql;
 	Oid			keyindex;
 	Oid		   *types = palloc(sizeof(Oid) * (nkeys + 2));
 	Datum	   *values = palloc(sizeof(Datum) * (nkeys + 2));
 	char	   *nulls = palloc(sizeof(char) * (nkeys + 2));
-	ShapeStatements built = {0};
 	const char *outcome;
-	bool		read_direct;
-	bool		in_place;
-	StoredRow	stored;
 
 	shape_check_assignable(rel, bms_make_singleton(attnum), false);
 	shape_check_columns(rel, ACL_SELECT, held, bms_add_member(bms_copy(keycols), attnum));
@@ -353,49 +400,10 @@ transition_common(FunctionCallInfo fcinfo, Relation rel, AclMode held, const Key
 	nulls[nkeys + 1] = ' ';
 
 	if (sql == NULL)
-	{
-		char	   *target = shape_target(rel);
-		const char *quoted = shape_column_name(rel, attnum);
-
-		built.keyindex = keyindex;
-		built.keys = keycols;
-		built.sql[0] = move_sql(target, quoted, shape_column_type(rel, attnum), keyindex, params,
-								 nkeys);
-		built.sql[1] = look_sql(target, quoted, keyindex, params);
-		built.direct_update = direct_access_update_possible(rel);
-		shape_cache_store(rel, SHAPE_TRANSITION, keycols, NULL, attnum, &built);
-		sql = &built;
-	}
-
-	/*
-	 * A replay or a refusal needs no statement at all when we may read the row,
-	 * and a move none either when we may also write it in place.  Without that,
-	 * while most calls through this shape move their row, the read is an index
-	 * lookup the UPDATE repeats, so they go to the UPDATE at once.  Every order
-	 * gives the same answers: the UPDATE writes nothing unless it moves.
-	 * idempotent_inbox.force_path forces an order (adaptive.h).
-	 */
-	read_direct = direct_access_fetch_allowed(rel);
-	in_place = read_direct && sql->direct_update && direct_access_allowed(RelationGetRelid(rel));
-	outcome = NULL;
-	if (read_direct &&
-		!adaptive_goes_first(sql->fresh_rate >= MOVED_FIRST_THRESHOLD && !in_place, STEP_WRITE))
-	{
-		outcome = decide_missing_already_or_rejected(rel, keyindex, attnum, row, rownulls, sources,
-													 to_state, &stored);
-		if (outcome == NULL && in_place)
-			outcome = move_in_place(rel, &stored, attnum, to_value);
-	}
-	if (outcome != NULL)
-	{
-		bool		moved = strcmp(outcome, "moved") == 0;
-
-		shape_cache_record(rel, SHAPE_TRANSITION, keycols, NULL, attnum, moved, false);
-		table_close(rel, NoLock);
-		PG_RETURN_DATUM(signature_enum_label(signature_of_call(fcinfo)->rettype, outcome));
-	}
-
-	outcome = move_or_look(sql, nkeys, types, values, nulls, to_state);
+		sql = transition_statements(rel, keycols, attnum, keyindex, params, nkeys);
+	outcome = transition_direct(rel, sql, attnum, row, rownulls, sources, to_state, to_value);
+	if (outcome == NULL)
+		outcome = move_or_look(sql, nkeys, types, values, nulls, to_state);
 	shape_cache_record(rel, SHAPE_TRANSITION, keycols, NULL, attnum,
 					   strcmp(outcome, "moved") == 0, false);
 	table_close(rel, NoLock);
