@@ -39,10 +39,11 @@ def _wait(predicate, timeout, what):
 class Postgres:
     """A cluster of our own: initdb'd on start(), reachable at socket_dir:port."""
 
-    def __init__(self, workdir):
+    def __init__(self, workdir, settings=""):
         self.dir = os.path.join(workdir, "pg")
         self.data = os.path.join(self.dir, "data")
         self.port = free_port()
+        self.settings = settings    # more postgresql.conf lines
 
     def dsn(self, dbname="outbox_demo"):
         return f"host={self.dir} port={self.port} dbname={dbname} user=postgres"
@@ -60,7 +61,7 @@ class Postgres:
                            check=True, stdout=subprocess.DEVNULL)
             with open(os.path.join(self.data, "postgresql.conf"), "a") as conf:
                 conf.write(f"port = {self.port}\nlisten_addresses = ''\n"
-                           f"unix_socket_directories = '{self.dir}'\n")
+                           f"unix_socket_directories = '{self.dir}'\n{self.settings}")
         self._pg_ctl("start")
 
     def postmaster_pid(self):
