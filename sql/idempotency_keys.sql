@@ -127,6 +127,15 @@ SELECT status FROM inbox.acquire('api_keys', 'pay-5', '1 minute', NULL, true);
 -- was a backend that no longer exists.
 UPDATE api_keys SET holder_pid = 2147483000 WHERE message_id = 'pay-5';
 SELECT status FROM inbox.acquire('api_keys', 'pay-5', '1 minute', NULL, true);
+-- Behind a connection pooler its server connection is not the client's session:
+-- refused (0A000) before anything is read, while a plain lease is still taken.
+SET idempotent_inbox.behind_pooler = on;
+SELECT status FROM inbox.acquire('api_keys', 'pay-6', '1 minute', NULL, true);
+\echo :SQLSTATE
+SELECT count(*) AS rows_written FROM api_keys WHERE message_id = 'pay-6';
+SELECT status FROM inbox.acquire('api_keys', 'pay-6', '1 minute', NULL, false);
+SELECT holder_pid IS NULL AS not_session_bound FROM api_keys WHERE message_id = 'pay-6';
+RESET idempotent_inbox.behind_pooler;
 
 -- Key types and a plain claim's key: acquire of an id claimed without a lease
 -- replays it as completed; finish of such a key is refused.

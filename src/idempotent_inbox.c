@@ -10,6 +10,7 @@
 
 #include "adaptive.h"
 #include "inbox.h"
+#include "lease.h"
 #include "purge_worker.h"
 #include "registry.h"
 #include "retired.h"
@@ -35,6 +36,7 @@ _PG_init(void)
 	adaptive_init();
 	untyped_params_init();
 	stream_gaps_init();
+	lease_init();
 
 	/* Shared memory and the background worker exist only when preloaded. */
 	stats_init();

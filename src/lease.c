@@ -19,18 +19,44 @@
 #include "funcapi.h"
 #include "miscadmin.h"
 #include "utils/builtins.h"
+#include "utils/guc.h"
 #include "utils/lsyscache.h"
 
 #include "inbox_info.h"
 #include "claim_row.h"
 #include "fingerprint.h"
 #include "inbox_sql.h"
+#include "lease.h"
 #include "message_id.h"
 #include "registry.h"
 #include "retention.h"
 #include "signature.h"
 #include "spi_util.h"
 #include "stats.h"
+
+/*
+ * idempotent_inbox.behind_pooler: this session's server connection belongs to a
+ * connection pooler, which keeps it open after its client leaves and may close it
+ * while the client still works.  A session-bound lease would then end when the
+ * pooler closes the connection, not when the client goes: too late after a client
+ * crash, and, worse, too early for a client still running its effect.  Nothing in
+ * the backend tells a pooled session from a direct one, so the pooler's role or
+ * database says so and acquire refuses such leases.
+ */
+static bool behind_pooler = false;
+
+void
+lease_init(void)
+{
+	DefineCustomBoolVariable("idempotent_inbox.behind_pooler",
+							 "Refuses session-bound leases: server connections outlive their clients.",
+							 "Set it for the role or database a connection pooler (PgBouncer, "
+							 "RDS Proxy) logs in with.",
+							 &behind_pooler,
+							 false,
+							 PGC_USERSET, 0,
+							 NULL, NULL, NULL);
+}
 
 typedef enum LeaseStatus
 {
@@ -266,6 +292,15 @@ inbox_acquire(PG_FUNCTION_ARGS)
 	req.until = lease_until(fcinfo, 2);
 	req.fingerprint = fingerprint_arg(fcinfo, 3);
 	req.session_bound = bool_arg(fcinfo, 4, "session_bound");
+	if (req.session_bound && behind_pooler)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("session-bound leases cannot be taken through a connection pooler"),
+				 errdetail("idempotent_inbox.behind_pooler is on: the pooler keeps this server "
+						   "connection after its client leaves and may close it while the client "
+						   "still works, so the lease would not end with the client."),
+				 errhint("Acquire without session_bound: the lease then ends at its time, or "
+						 "connect to the server directly.")));
 
 	spi_connect();
 	acquire_lease(fcinfo, inbox, &req, &answer);

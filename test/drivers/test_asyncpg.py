@@ -32,7 +32,11 @@ APPLY_PARAM = "SELECT inbox.claim_apply($1, $2, $3, $4, $5)"
 
 
 async def connect():
-    # asyncpg reads PGHOST, PGPORT, PGUSER and PGDATABASE itself.
+    # asyncpg reads PGHOST, PGPORT, PGUSER and PGDATABASE itself.  Its statement
+    # cache prepares named statements on the server: off through a transaction-mode
+    # pooler (INBOX_POOL_MODE, set by the pooler suite), as asyncpg's documentation asks.
+    if os.environ.get("INBOX_POOL_MODE") == "transaction":
+        return await asyncpg.connect(statement_cache_size=0)
     return await asyncpg.connect()
 
 

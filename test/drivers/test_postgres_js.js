@@ -16,7 +16,9 @@ const CREDIT = 'UPDATE pjs_accounts SET balance = balance + $2 WHERE id = $1';
 const SEEN = 'UPDATE pjs_accounts SET seen_at = $2 WHERE id = $1';
 const NOTE = 'UPDATE pjs_accounts SET note = $2 WHERE id = $1';
 
-const options = { onnotice: () => {} };
+// Through a transaction-mode pooler (INBOX_POOL_MODE, set by the pooler suite) no
+// named prepared statements, as postgres.js's documentation asks.
+const options = { onnotice: () => {}, prepare: process.env.INBOX_POOL_MODE !== 'transaction' };
 let sql;
 
 // A new connection whose first query is the call: what the preload is for.

@@ -127,7 +127,10 @@ def scenario_server_prepared(conn):
        "prepared statement: each effect applied exactly once")
     prepared = one(conn, """SELECT count(*) FROM pg_prepared_statements
                              WHERE statement LIKE '%%inbox.claim_apply%%'""")
-    ok(prepared >= 2, "psycopg really prepared both queries on the server", f"{prepared} prepared")
+    # Through a transaction pooler connect() turns preparing off (inbox_tap.py), and
+    # the backend may hold statements another client prepared: nothing to count.
+    if os.environ.get("INBOX_POOL_MODE") != "transaction":
+        ok(prepared >= 2, "psycopg really prepared both queries on the server", f"{prepared} prepared")
 
 
 def scenario_mixed_types(conn):

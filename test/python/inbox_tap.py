@@ -14,6 +14,7 @@ is one failed assertion, not the end of the file (run_scenario, died).  connect(
 psycopg 3 connection from the PG* environment variables, which the harness sets to a
 database where idempotent_inbox is installed.
 """
+import os
 import sys
 import traceback
 
@@ -87,8 +88,12 @@ def done():
 
 
 def connect(autocommit=True):
-    """A connection to the database the PG* environment variables name."""
-    return psycopg.connect("", autocommit=autocommit)
+    """A connection to the database the PG* environment variables name.  Through a
+    transaction-mode pooler (INBOX_POOL_MODE=transaction, set by the pooler suite)
+    without server-side prepared statements, as such a pooler needs."""
+    pooled = os.environ.get("INBOX_POOL_MODE") == "transaction"
+    return psycopg.connect("", autocommit=autocommit,
+                           prepare_threshold=None if pooled else 5)
 
 
 def own_schema(conn, schema):
