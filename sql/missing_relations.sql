@@ -8,7 +8,7 @@ CREATE TABLE missing_gone (id int PRIMARY KEY);
 SELECT 'missing_gone'::regclass::oid AS gone_oid \gset
 DROP TABLE missing_gone;
 
-CREATE FUNCTION pg_temp.outcome(call text) RETURNS text LANGUAGE plpgsql AS $$
+CREATE OR REPLACE FUNCTION pg_temp.outcome(call text) RETURNS text LANGUAGE plpgsql AS $$
 BEGIN
   EXECUTE 'SELECT ' || call;
   RETURN 'ok';

@@ -230,7 +230,7 @@ DROP FUNCTION skip_renewals();
 
 -- The SQLSTATE of each refusal above, with every relation kind as the inbox: a clear
 -- code, never an internal error.
-CREATE FUNCTION pg_temp.outcome(call text) RETURNS text LANGUAGE plpgsql AS $$
+CREATE OR REPLACE FUNCTION pg_temp.outcome(call text) RETURNS text LANGUAGE plpgsql AS $$
 BEGIN
   EXECUTE 'SELECT ' || call;
   RETURN 'ok';

@@ -63,7 +63,9 @@ class PgBouncer:
         os.makedirs(self.dir, mode=0o700, exist_ok=True)
         lines = ["[databases]"]
         for alias, (dbname, mode) in databases.items():
-            lines.append(f"{alias} = host={server_host} port={server_port} dbname={dbname} "
+            # "*": any database, under its own name.
+            target = "" if dbname == "*" else f" dbname={dbname}"
+            lines.append(f"{alias} = host={server_host} port={server_port}{target} "
                          f"pool_mode={mode}")
         lines += [
             "[pgbouncer]",
@@ -76,8 +78,10 @@ class PgBouncer:
             "max_client_conn = 200",
             f"logfile = {self.dir}/pgbouncer.log",
             f"admin_users = {user}",
-            # psycopg and JDBC send extra_float_digits at startup.
-            "ignore_startup_parameters = extra_float_digits",
+            # psycopg and JDBC send extra_float_digits at startup; PgBouncer before 1.20
+            # cannot pass options on (pg_regress sets intervalstyle through it: the
+            # pooler suite sets that on its database instead).
+            "ignore_startup_parameters = extra_float_digits,options",
             "server_login_retry = 1",
         ]
         if handles_prepared_statements():
@@ -125,20 +129,25 @@ class PgBouncer:
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--mode", choices=("transaction", "session"), required=True)
-    parser.add_argument("--database", required=True, help="the server database behind it")
+    parser.add_argument("--database", required=True,
+                        help="the server database behind it; '*' for every database under "
+                             "its own name (as pg_regress needs)")
     parser.add_argument("--pool-size", type=int, default=2)
     parser.add_argument("command", nargs=argparse.REMAINDER)
     args = parser.parse_args()
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
     with tempfile.TemporaryDirectory(prefix="inbox_pgbouncer_") as workdir:
+        alias = "*" if args.database == "*" else "inbox_pooled"
         bouncer = PgBouncer(workdir, os.environ.get("PGHOST", "/var/run/postgresql"),
                             os.environ.get("PGPORT", "5432"),
-                            {"inbox_pooled": (args.database, args.mode)}, args.pool_size,
+                            {alias: (args.database, args.mode)}, args.pool_size,
                             os.environ.get("PGUSER", "postgres"))
         bouncer.start()
         try:
             env = dict(os.environ, PGHOST=bouncer.dir, PGPORT=str(bouncer.port),
-                       PGDATABASE="inbox_pooled", INBOX_POOL_MODE=args.mode)
+                       INBOX_POOL_MODE=args.mode)
+            if alias != "*":
+                env["PGDATABASE"] = alias
             return subprocess.run(command, env=env).returncode
         finally:
             bouncer.stop()
