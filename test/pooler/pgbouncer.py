@@ -55,7 +55,10 @@ class PgBouncer:
     host=self.dir port=self.port as self.user."""
 
     def __init__(self, workdir, server_host, server_port, databases, pool_size=2,
-                 user="postgres"):
+                 user="postgres", tcp_login=None):
+        """tcp_login: (role, password) to admit over TCP too, on 127.0.0.1 at
+        self.port, by SCRAM (JDBC knows no Unix sockets); the pooler logs in to the
+        server as that role through the server's socket."""
         self.dir = os.path.join(workdir, "pgbouncer")
         self.port = free_port()
         self.user = user
@@ -69,10 +72,11 @@ class PgBouncer:
                          f"pool_mode={mode}")
         lines += [
             "[pgbouncer]",
-            "listen_addr =",
+            f"listen_addr = {'127.0.0.1' if tcp_login else ''}",
             f"listen_port = {self.port}",
             f"unix_socket_dir = {self.dir}",
-            "auth_type = trust",
+            "auth_type = hba",
+            f"auth_hba_file = {self.dir}/hba.conf",
             f"auth_file = {self.dir}/users.txt",
             f"default_pool_size = {pool_size}",
             "max_client_conn = 200",
@@ -88,8 +92,17 @@ class PgBouncer:
             lines.append("max_prepared_statements = 200")
         with open(os.path.join(self.dir, "pgbouncer.ini"), "w") as f:
             f.write("\n".join(lines) + "\n")
-        with open(os.path.join(self.dir, "users.txt"), "w") as f:
-            f.write(f'"{user}" ""\n')
+        users = [f'"{user}" ""']
+        hba = [f"local all {user} trust"]
+        if tcp_login:
+            role, password = tcp_login
+            users.append(f'"{role}" "{password}"')
+            hba.append(f"host all {role} 127.0.0.1/32 scram-sha-256")
+        # Written before anyone may read the directory's files: 0600 in a 0700 directory.
+        for name, lines_ in (("users.txt", users), ("hba.conf", hba)):
+            fd = os.open(os.path.join(self.dir, name), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            with os.fdopen(fd, "w") as f:
+                f.write("\n".join(lines_) + "\n")
 
     @property
     def socket(self):
@@ -133,6 +146,8 @@ def main():
                         help="the server database behind it; '*' for every database under "
                              "its own name (as pg_regress needs)")
     parser.add_argument("--pool-size", type=int, default=2)
+    parser.add_argument("--tcp-role", help="admit this role over TCP with the password in "
+                        "INBOX_POOLER_PASSWORD; sets INBOX_POOLER_TCP_PORT for the command")
     parser.add_argument("command", nargs=argparse.REMAINDER)
     args = parser.parse_args()
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
@@ -141,13 +156,17 @@ def main():
         bouncer = PgBouncer(workdir, os.environ.get("PGHOST", "/var/run/postgresql"),
                             os.environ.get("PGPORT", "5432"),
                             {alias: (args.database, args.mode)}, args.pool_size,
-                            os.environ.get("PGUSER", "postgres"))
+                            os.environ.get("PGUSER", "postgres"),
+                            (args.tcp_role, os.environ["INBOX_POOLER_PASSWORD"])
+                            if args.tcp_role else None)
         bouncer.start()
         try:
             env = dict(os.environ, PGHOST=bouncer.dir, PGPORT=str(bouncer.port),
                        INBOX_POOL_MODE=args.mode)
             if alias != "*":
                 env["PGDATABASE"] = alias
+            if args.tcp_role:
+                env["INBOX_POOLER_TCP_PORT"] = str(bouncer.port)
             return subprocess.run(command, env=env).returncode
         finally:
             bouncer.stop()
