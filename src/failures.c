@@ -34,6 +34,7 @@
 #include "utils/syscache.h"
 #include "utils/timestamp.h"
 
+#include "args.h"
 #include "claim.h"
 #include "claim_row.h"
 #include "failures.h"
@@ -204,23 +205,10 @@ text_arg_clipped(FunctionCallInfo fcinfo, int argno, int max, bool *isnull)
 Datum
 ordering_key_arg(FunctionCallInfo fcinfo, int argno, bool *isnull)
 {
-	text	   *key;
+	text	   *key = bounded_text_arg(fcinfo, argno, "ordering key", INBOX_MAX_ID_BYTES,
+										   "Pass NULL for a message without one.");
 
-	*isnull = PG_ARGISNULL(argno);
-	if (*isnull)
-		return (Datum) 0;
-	key = PG_GETARG_TEXT_PP(argno);
-	if (VARSIZE_ANY_EXHDR(key) == 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("ordering key must not be empty"),
-				 errhint("Pass NULL for a message without one.")));
-	if (VARSIZE_ANY_EXHDR(key) > INBOX_MAX_ID_BYTES)
-		ereport(ERROR,
-				(errcode(ERRCODE_STRING_DATA_RIGHT_TRUNCATION),
-				 errmsg("ordering key is too long"),
-				 errdetail("The ordering key is %d bytes; the limit is %d.",
-						   (int) VARSIZE_ANY_EXHDR(key), INBOX_MAX_ID_BYTES)));
+	*isnull = key == NULL;
 	return PointerGetDatum(key);
 }
 

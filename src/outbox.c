@@ -39,6 +39,7 @@
 #include "utils/memutils.h"
 #include "utils/rel.h"
 
+#include "args.h"
 #include "compat.h"
 #include "inbox_admin.h"
 #include "outbox.h"
@@ -444,51 +445,6 @@ inbox_set_outbox_retention(PG_FUNCTION_ARGS)
 	PG_RETURN_VOID();
 }
 
-/* A topic is a routing key: present, not empty, and short enough for AMQP. */
-static void
-emit_check_topic(FunctionCallInfo fcinfo)
-{
-	text	   *topic;
-
-	if (PG_ARGISNULL(1))
-		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("topic must not be null")));
-	topic = PG_GETARG_TEXT_PP(1);
-	if (VARSIZE_ANY_EXHDR(topic) == 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("topic must not be empty")));
-	if (VARSIZE_ANY_EXHDR(topic) > OUTBOX_MAX_TOPIC_BYTES)
-		ereport(ERROR,
-				(errcode(ERRCODE_STRING_DATA_RIGHT_TRUNCATION),
-				 errmsg("topic is too long"),
-				 errdetail("The topic is %d bytes; the limit is %d.",
-						   (int) VARSIZE_ANY_EXHDR(topic), OUTBOX_MAX_TOPIC_BYTES)));
-}
-
-/* A key may be null (no order to keep); otherwise not empty, and bounded. */
-static void
-emit_check_key(FunctionCallInfo fcinfo)
-{
-	text	   *key;
-
-	if (PG_ARGISNULL(2))
-		return;
-	key = PG_GETARG_TEXT_PP(2);
-	if (VARSIZE_ANY_EXHDR(key) == 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("key must not be empty"),
-				 errhint("Pass NULL for an event whose order does not matter.")));
-	if (VARSIZE_ANY_EXHDR(key) > OUTBOX_MAX_KEY_BYTES)
-		ereport(ERROR,
-				(errcode(ERRCODE_STRING_DATA_RIGHT_TRUNCATION),
-				 errmsg("key is too long"),
-				 errdetail("The key is %d bytes; the limit is %d.",
-						   (int) VARSIZE_ANY_EXHDR(key), OUTBOX_MAX_KEY_BYTES)));
-}
-
 /*
  * An event's key, locked until the transaction ends, before its event_id is
  * drawn: a second transaction emitting the key waits for the first to commit
@@ -571,8 +527,10 @@ emit_event(FunctionCallInfo fcinfo, bool bytes)
 	int64		event_id;
 	int			rc;
 
-	emit_check_topic(fcinfo);
-	emit_check_key(fcinfo);
+	/* A topic is a routing key: present, and short enough for AMQP. */
+	(void) bounded_text_arg(fcinfo, 1, "topic", OUTBOX_MAX_TOPIC_BYTES, NULL);
+	(void) bounded_text_arg(fcinfo, 2, "key", OUTBOX_MAX_KEY_BYTES,
+							"Pass NULL for an event whose order does not matter.");
 	values[0] = PG_GETARG_DATUM(1);
 	values[1] = PG_ARGISNULL(2) ? (Datum) 0 : PG_GETARG_DATUM(2);
 	nulls[1] = PG_ARGISNULL(2) ? 'n' : ' ';

@@ -23,6 +23,7 @@
 #include "utils/snapmgr.h"
 #include "utils/syscache.h"
 
+#include "args.h"
 #include "compat.h"
 #include "registry.h"
 #include "relcache_callbacks.h"
@@ -224,23 +225,8 @@ stream_plans(FunctionCallInfo fcinfo)
 void
 stream_key_args(FunctionCallInfo fcinfo, InboxInfo *inbox, StreamKey *key)
 {
-	text	   *topic;
+	text	   *topic = bounded_text_arg(fcinfo, 1, "topic", MAX_TOPIC_BYTES, NULL);
 
-	if (PG_ARGISNULL(1))
-		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("topic must not be null")));
-	topic = PG_GETARG_TEXT_PP(1);
-	if (VARSIZE_ANY_EXHDR(topic) == 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("topic must not be empty")));
-	if (VARSIZE_ANY_EXHDR(topic) > MAX_TOPIC_BYTES)
-		ereport(ERROR,
-				(errcode(ERRCODE_STRING_DATA_RIGHT_TRUNCATION),
-				 errmsg("topic is too long"),
-				 errdetail("The topic is %d bytes; the limit is %d.",
-						   (int) VARSIZE_ANY_EXHDR(topic), MAX_TOPIC_BYTES)));
 	key->inbox = inbox;
 	key->topic = topic;
 	key->partition = PG_NARGS() > 2 ? (int32) stream_counter_arg(fcinfo, 2, "partition") : 0;

@@ -155,9 +155,40 @@ def scenario_session_bound_refused():
         eq(status, "acquired", f"{MODE}: a plain lease is taken")
 
 
+def scenario_session_bound_unguarded():
+    """Why behind_pooler exists: with it off, a session-bound lease taken through
+    transaction pooling belongs to a server connection, not to the client.  When the
+    pooler closes that connection (here: its backend is terminated, as a pooler's
+    server_lifetime or a failover would end it) while the client still works, the
+    lease is over, another attempt takes it, and the first client learns it only at
+    finish (55I01)."""
+    if MODE != "transaction":
+        return
+    with connect() as first, connect() as other:
+        # other holds one of the two server connections, so first's lease is taken on
+        # the other one and other can end it without ending itself.
+        with other.transaction():
+            other.execute("SELECT 1")
+            with first.transaction():
+                first.execute("SET LOCAL idempotent_inbox.behind_pooler = off")
+                token, holder = first.execute(
+                    f"SELECT token, pg_backend_pid() FROM inbox.acquire('{SCHEMA}.inbox', "
+                    "'lease-2', '1 hour', NULL, true)").fetchone()
+            other.execute("SELECT pg_terminate_backend(%s, 5000)", (holder,))
+        status = other.execute(f"SELECT status FROM inbox.acquire('{SCHEMA}.inbox', 'lease-2', "
+                               "'1 hour')").fetchone()[0]
+        eq(status, "acquired", "transaction pooling, behind_pooler off: the session-bound lease "
+                               "ended with its server connection, the client still connected")
+        try:
+            first.execute(f"SELECT inbox.finish('{SCHEMA}.inbox', 'lease-2', %s, '{{}}')", (token,))
+            ok(False, "the first client's finish is refused")
+        except psycopg.Error as e:
+            eq(e.sqlstate, "55I01", "the first client learns it at finish: its token is superseded")
+
+
 def main():
     for scenario in (scenario_setup, scenario_concurrent_claims, scenario_relay_across_backends,
-                     scenario_session_bound_refused):
+                     scenario_session_bound_refused, scenario_session_bound_unguarded):
         run_scenario(scenario)
     return done()
 
