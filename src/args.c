@@ -10,6 +10,7 @@
 #include "fmgr.h"
 
 #include "args.h"
+#include "compat.h"
 
 /*
  * A text argument that is not empty and at most max_bytes long: a topic, an

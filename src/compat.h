@@ -15,6 +15,14 @@
 #endif
 
 /*
+ * PostgreSQL 16 moved the varlena macros (VARSIZE_ANY_EXHDR, ...) to varatt.h;
+ * postgres.h included it until 19.
+ */
+#if PG_VERSION_NUM >= 160000
+#include "varatt.h"
+#endif
+
+/*
  * PostgreSQL 18 replaced pg_attribute_noreturn(), written after a declaration, with
  * pg_noreturn, written first; GCC and Clang take the attribute first as well.
  */

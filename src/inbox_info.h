@@ -7,7 +7,7 @@
 #define INBOX_INFO_H
 
 #include "access/attnum.h"
-#include "datatype/timestamp.h"
+#include "utils/timestamp.h"
 #include "executor/spi.h"
 
 #include "inbox.h"

@@ -211,7 +211,10 @@ test('named prepared statement: each effect applied exactly once', async () => {
   assert.equal(await balance('carol'), '12.50');
 });
 
-test('named prepared statement: prepared once on the server', async () => {
+// Through a transaction pooler the statement lives on whichever server connection
+// prepared it, under a name of the pooler's (PgBouncer 1.21+): nothing to count.
+const pooled = process.env.INBOX_POOL_MODE === 'transaction';
+test('named prepared statement: prepared once on the server', { skip: pooled }, async () => {
   const n = await column("SELECT count(*)::int FROM pg_prepared_statements WHERE name = 'consume'");
   assert.equal(n, 1);
 });
