@@ -17,6 +17,8 @@ import os
 import re
 import sys
 
+from meta import Checker  # the TAP report of the package checks
+
 MAX_FUNCTION_LINES = 80
 # What inbox.h may include: the server's own base headers.
 SHARED_INCLUDES = {"postgres.h", "fmgr.h"}
@@ -71,21 +73,10 @@ def shared_header(root):
 
 def main():
     root = sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(__file__), "..", "..")
-    rules = [
-        (f"no function in src/ is longer than {MAX_FUNCTION_LINES} lines", long_functions(root)),
-        ("src/inbox.h holds only shared terms, SQLSTATEs and limits", shared_header(root)),
-    ]
-    print(f"1..{len(rules)}")
-    failed = 0
-    for number, (name, problems) in enumerate(rules, 1):
-        if problems:
-            failed += 1
-            print(f"not ok {number} - {name}")
-            for problem in problems:
-                print(f"#   {problem}")
-        else:
-            print(f"ok {number} - {name}")
-    return 1 if failed else 0
+    c = Checker()
+    c.check(f"no function in src/ is longer than {MAX_FUNCTION_LINES} lines", long_functions(root))
+    c.check("src/inbox.h holds only shared terms, SQLSTATEs and limits", shared_header(root))
+    return 1 if c.report() else 0
 
 
 if __name__ == "__main__":
