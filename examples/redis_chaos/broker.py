@@ -95,13 +95,20 @@ def poison_loop(r, design_key, deliveries):
     """(entries, redeliveries) if the group is stuck on poison: every entry delivered,
     every one but some poison payments acknowledged, and each of those delivered at
     least `deliveries` times; None otherwise.  Redeliveries counts the deliveries after
-    the first of each of them (XPENDING's delivery counter)."""
+    the first of each of them (XPENDING's delivery counter).  The stream, the group
+    and its pending entries are read in one MULTI: read one after the other, a
+    consumer could acknowledge its last poison entry in between, and an empty list
+    of pending entries would look like a group stuck on nothing."""
     from payments import Payment    # payments imports this module
-    last = r.xinfo_stream(STREAM)["last-generated-id"]
-    group = next(g for g in r.xinfo_groups(STREAM) if g["name"] == group_of(design_key))
-    if group["last-delivered-id"] != last or not 0 < group["pending"] <= 1000:
+    pipe = r.pipeline(transaction=True)
+    pipe.xinfo_stream(STREAM)
+    pipe.xinfo_groups(STREAM)
+    pipe.xpending_range(STREAM, group_of(design_key), "-", "+", 1000)
+    stream, groups, pending = pipe.execute()
+    group = next(g for g in groups if g["name"] == group_of(design_key))
+    if (group["last-delivered-id"] != stream["last-generated-id"]
+            or not 0 < group["pending"] == len(pending)):
         return None
-    pending = r.xpending_range(STREAM, group_of(design_key), "-", "+", group["pending"])
     if any(p["times_delivered"] < deliveries for p in pending):
         return None
     for p in pending:
