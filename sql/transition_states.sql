@@ -93,3 +93,46 @@ DROP TABLE st;
 DROP ROLE regress_states;
 DROP DOMAIN regress_code;
 DROP TYPE regress_mood;
+
+-- The guarded UPDATE compares states by text form too, in three forms: an enum as a
+-- value of its type, a type with an immutable output function through that
+-- function, any other (timestamptz) through format(); Citus accepts the first two.
+-- A table with a trigger takes the statement: every answer and row as without one.
+CREATE TYPE regress_phase AS ENUM ('a', 'b', 'c');
+CREATE TABLE forms_direct (id int PRIMARY KEY, b bool, c char(3), n numeric,
+                           e regress_phase, i inet, ts timestamptz);
+CREATE TABLE forms_sql (LIKE forms_direct INCLUDING ALL);
+CREATE TABLE forms_update (LIKE forms_direct INCLUDING ALL);
+CREATE FUNCTION forms_pass() RETURNS trigger LANGUAGE plpgsql AS $$BEGIN RETURN NEW; END$$;
+CREATE TRIGGER pass BEFORE UPDATE ON forms_sql FOR EACH ROW EXECUTE FUNCTION forms_pass();
+INSERT INTO forms_direct VALUES (1, false, 'A', 1.0, 'a', '10.0.0.1', '2020-01-01 00:00+00');
+INSERT INTO forms_sql SELECT * FROM forms_direct;
+INSERT INTO forms_update SELECT * FROM forms_direct;
+SET TimeZone = 'UTC';
+CREATE FUNCTION forms_moves(t regclass) RETURNS text LANGUAGE plpgsql AS $$
+DECLARE
+    answers text := '';
+    m record;
+BEGIN
+    FOR m IN SELECT * FROM (VALUES (1, 'b', ARRAY['false'], 'yes'), (2, 'b', ARRAY['t'], 'true'),
+                                   (3, 'c', ARRAY['A  '], 'B'), (4, 'n', ARRAY['1.00'], '2'),
+                                   (5, 'n', ARRAY['1.0'], '2'), (6, 'e', ARRAY['a'], 'b'),
+                                   (7, 'e', ARRAY['b'], 'b'), (8, 'e', ARRAY['a'], 'c'),
+                                   (9, 'i', ARRAY['10.0.0.1/32'], '10.0.0.2'),
+                                   (10, 'ts', ARRAY['2020-01-01 00:00:00+00'], '2021-01-01'))
+                          v(n, col, src, dst) ORDER BY n
+    LOOP
+        answers := answers || m.col || ':' || inbox.transition(t, '{"id": 1}', m.col, m.src, m.dst) || ' ';
+    END LOOP;
+    RETURN answers;
+END $$;
+SELECT forms_moves('forms_direct') AS direct, forms_moves('forms_sql') AS via_update;
+-- The UPDATE first, whatever the stored row: its WHERE alone decides every answer.
+SET idempotent_inbox.force_path = 'update';
+SELECT forms_moves('forms_update') AS update_first;
+RESET idempotent_inbox.force_path;
+SELECT * FROM forms_direct UNION ALL SELECT * FROM forms_sql UNION ALL SELECT * FROM forms_update;
+RESET TimeZone;
+DROP TABLE forms_direct, forms_sql, forms_update;
+DROP FUNCTION forms_pass(), forms_moves(regclass);
+DROP TYPE regress_phase;

@@ -26,6 +26,7 @@
 #include "catalog/pg_namespace.h"
 #include "catalog/pg_type.h"
 #include "utils/fmgroids.h"
+#include "utils/guc.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
 
@@ -69,4 +70,32 @@ citus_table(Oid relid)
 	systable_endscan(scan);
 	table_close(rel, AccessShareLock);
 	return found;
+}
+
+/*
+ * Citus refuses CREATE TRIGGER on its tables unless citus.enable_unsafe_triggers
+ * is on: a trigger on a shard runs on its worker, where one that reads other
+ * tables sees that node alone.  A trigger that reads its own row only (the state
+ * machine's) is safe there, so its DDL runs with the setting on for that DDL
+ * alone, as a function's SET clause would have it; citus_triggers_end puts the
+ * caller's value back.  0 when the table is not a Citus table.
+ */
+int
+citus_triggers_begin(Oid relid)
+{
+	int			level;
+
+	if (!citus_table(relid))
+		return 0;
+	level = NewGUCNestLevel();
+	(void) set_config_option("citus.enable_unsafe_triggers", "on", PGC_USERSET, PGC_S_SESSION,
+							 GUC_ACTION_SAVE, true, 0, false);
+	return level;
+}
+
+void
+citus_triggers_end(int level)
+{
+	if (level > 0)
+		AtEOXact_GUC(true, level);
 }

@@ -6,5 +6,7 @@
 #define INBOX_CITUS_TABLES_H
 
 extern bool citus_table(Oid relid);
+extern int	citus_triggers_begin(Oid relid);
+extern void citus_triggers_end(int level);
 
 #endif							/* INBOX_CITUS_TABLES_H */

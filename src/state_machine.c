@@ -37,6 +37,7 @@
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
 
+#include "citus_tables.h"
 #include "inbox.h"
 #include "spi_util.h"
 #include "state_machine.h"
@@ -327,6 +328,7 @@ inbox_guard_transitions(PG_FUNCTION_ARGS)
 	char	   *name;
 	char	   *qualname;
 	bool		replaces;
+	int			citus;
 
 	if (PG_ARGISNULL(0))
 		ereport(ERROR,
@@ -355,6 +357,7 @@ inbox_guard_transitions(PG_FUNCTION_ARGS)
 	old = find_machine(rel, column, nspid);
 
 	spi_connect();
+	citus = citus_triggers_begin(RelationGetRelid(rel));
 	/* The DDL checks the caller's rights again, now under the lock. */
 	if (old != NULL)
 		spi_run(psprintf("DROP TRIGGER %s ON %s", quote_identifier(old->tgname), qualname));
@@ -364,6 +367,7 @@ inbox_guard_transitions(PG_FUNCTION_ARGS)
 					 quote_identifier(get_namespace_name(nspid)), GUARD_FUNCTION,
 					 quote_literal_cstr(column),
 					 quote_literal_cstr(JsonbToCString(NULL, &edges->root, VARSIZE(edges)))));
+	citus_triggers_end(citus);
 	SPI_finish();
 	table_close(rel, NoLock);
 
@@ -388,8 +392,12 @@ inbox_unguard_transitions(PG_FUNCTION_ARGS)
 	old = find_machine(rel, column, nspid);
 	if (old != NULL)
 	{
+		int			citus;
+
 		spi_connect();
+		citus = citus_triggers_begin(RelationGetRelid(rel));
 		spi_run(psprintf("DROP TRIGGER %s ON %s", quote_identifier(old->tgname), shape_qualname(rel)));
+		citus_triggers_end(citus);
 		SPI_finish();
 	}
 	table_close(rel, NoLock);

@@ -32,6 +32,7 @@
 
 #include "access/table.h"
 #include "access/xact.h"
+#include "catalog/pg_proc.h"
 #include "catalog/pg_type.h"
 #include "executor/executor.h"
 #include "executor/spi.h"
@@ -125,35 +126,77 @@ source_states(FunctionCallInfo fcinfo, int argno, Relation rel, AttrNumber attnu
 }
 
 /*
- * The key columns are $1..$k; the new state is $k+1, the sources (text forms) $k+2.
- * format('%s', v) is v's text form (the type's output function), the form the
- * direct read compares; compared bytewise, as strcmp does.  A text or varchar
- * value is its own text form, so such a column is compared as it is, which spares
- * every move two output calls and a format string.  No RETURNING: the count of
- * rows updated says whether the row moved.
+ * "stored" and "given": SQL for the text forms of the stored state and of the
+ * new one ($k+1), compared bytewise, as strcmp does in the direct read.  A text
+ * or varchar value is its own text form, which spares every move two output
+ * calls.  Otherwise the form is the type's output function, called by name where
+ * it is immutable: Citus refuses an UPDATE on a distributed table whose WHERE
+ * calls a STABLE function on a column, and format('%s', v), the general form,
+ * is STABLE.  Where the output function is not immutable either (the text form
+ * depends on a setting, as a timestamptz's does) it is format, and Citus refuses.
+ */
+static void
+state_text_forms(const char *column, Oid type, int given_param, char **stored, char **given)
+{
+	Oid			output;
+	bool		varlena;
+	char	   *fn;
+
+	if (type == TEXTOID || type == VARCHAROID)
+	{
+		*stored = psprintf("t.%s::pg_catalog.text", column);
+		*given = psprintf("$%d::pg_catalog.text", given_param);
+		return;
+	}
+	getTypeOutputInfo(type, &output, &varlena);
+	if (func_volatile(output) != PROVOLATILE_IMMUTABLE)
+	{
+		*stored = psprintf("pg_catalog.format('%%s', t.%s)", column);
+		*given = psprintf("pg_catalog.format('%%s', $%d)", given_param);
+		return;
+	}
+	fn = quote_qualified_identifier(get_namespace_name(get_func_namespace(output)),
+									get_func_name(output));
+	*stored = psprintf("pg_catalog.textin(%s(t.%s))", fn, column);
+	*given = psprintf("pg_catalog.textin(%s($%d))", fn, given_param);
+}
+
+/*
+ * The key columns are $1..$k; the new state is $k+1, the sources (text forms)
+ * $k+2.  An enum's output function is STABLE (it reads the catalog), but its
+ * labels are its text forms, one to a value: it is compared as a value of the
+ * type, the sources cast to it (each was read by the type's input function
+ * already, so the cast cannot fail), which Citus accepts.  No RETURNING: the
+ * count of rows updated says whether the row moved.
  */
 static char *
 move_sql(const char *target, const char *column, Oid type, Oid keyindex, const int *params,
 		 int nkeys)
 {
 	StringInfoData sql;
-	bool		own_text = type == TEXTOID || type == VARCHAROID;
-	char	   *stored;			/* the text forms of the stored state */
-	char	   *given;			/* and of the new one */
 
 	initStringInfo(&sql);
 	appendStringInfo(&sql, "UPDATE %s AS t SET %s = $%d WHERE ", target, column, nkeys + 1);
 	shape_append_key_match(&sql, keyindex, "t", params);
 	/* Already there is a replay even when from_states lists to_state too. */
-	stored = own_text ? psprintf("t.%s::pg_catalog.text", column) :
-		psprintf("pg_catalog.format('%%s', t.%s)", column);
-	given = own_text ? psprintf("$%d::pg_catalog.text", nkeys + 1) :
-		psprintf("pg_catalog.format('%%s', $%d)", nkeys + 1);
-	appendStringInfo(&sql,
-					 " AND t.%s IS NOT NULL"
-					 " AND %s COLLATE pg_catalog.\"C\" OPERATOR(pg_catalog.=) ANY ($%d)"
-					 " AND %s COLLATE pg_catalog.\"C\" OPERATOR(pg_catalog.<>) %s",
-					 column, stored, nkeys + 2, stored, given);
+	if (type_is_enum(type))
+		appendStringInfo(&sql,
+						 " AND t.%s OPERATOR(pg_catalog.=) ANY ($%d::%s)"
+						 " AND t.%s OPERATOR(pg_catalog.<>) $%d",
+						 column, nkeys + 2, format_type_be_qualified(get_array_type(type)),
+						 column, nkeys + 1);
+	else
+	{
+		char	   *stored;
+		char	   *given;
+
+		state_text_forms(column, type, nkeys + 1, &stored, &given);
+		appendStringInfo(&sql,
+						 " AND t.%s IS NOT NULL"
+						 " AND %s COLLATE pg_catalog.\"C\" OPERATOR(pg_catalog.=) ANY ($%d)"
+						 " AND %s COLLATE pg_catalog.\"C\" OPERATOR(pg_catalog.<>) %s",
+						 column, stored, nkeys + 2, stored, given);
+	}
 	return sql.data;
 }
 

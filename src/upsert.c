@@ -187,23 +187,38 @@ compared_columns(UpsertPlan *plan)
 }
 
 /*
- * "ROW(t.a, t.b)::record *= ROW(<a>, <b>)::record": the stored row holds exactly
+ * "record_image_eq(ROW(t.a, t.b), ROW(<a>, <b>))": the stored row holds exactly
  * these values, by image equality, in the compared columns.  other is a row
  * alias such as EXCLUDED, or NULL for the parameters.
+ *
+ * Written for Citus too, which deparses the statements it sends to a shard: the
+ * function rather than the operator *=, as a deparsed "ROW(...)::record *=
+ * ROW(...)" loses its cast and parses back as a column-by-column comparison; and
+ * the parameters' row starts with the first key column on both sides, as a row
+ * of parameters alone is folded into a constant of type record, which no shard
+ * can read back.  The key column is the same on both sides: the row was found by
+ * it.
  */
 static void
 append_same_row(StringInfo sql, UpsertPlan *plan, const char *other)
 {
 	Bitmapset  *compared = compared_columns(plan);
+	const char *anchor = NULL;
 
-	appendStringInfoString(sql, "ROW(");
+	if (other == NULL)
+		anchor = shape_column_name(plan->rel, bms_next_member(plan->keys, -1));
+	appendStringInfoString(sql, "pg_catalog.record_image_eq(ROW(");
+	if (anchor)
+		appendStringInfo(sql, "t.%s%s", anchor, bms_is_empty(compared) ? "" : ", ");
 	shape_append_columns(sql, plan->rel, compared, "t");
-	appendStringInfoString(sql, ")::pg_catalog.record OPERATOR(pg_catalog.*=) ROW(");
+	appendStringInfoString(sql, "), ROW(");
+	if (anchor)
+		appendStringInfo(sql, "t.%s%s", anchor, bms_is_empty(compared) ? "" : ", ");
 	if (other != NULL)
 		shape_append_columns(sql, plan->rel, compared, other);
 	else
 		shape_append_params(sql, compared, plan->params);
-	appendStringInfoString(sql, ")::pg_catalog.record");
+	appendStringInfoString(sql, "))");
 }
 
 /* "(t.v IS NULL OR t.v < <v>)": the new version wins; a stored NULL always loses. */

@@ -16,6 +16,7 @@ use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
+use Time::HiRes ();
 
 sub new_node
 {
@@ -58,6 +59,21 @@ sub start
 				$worker->port));
 	}
 	return ($coordinator, @workers);
+}
+
+# Start a node again after its postmaster was killed with SIGKILL.  Its backends
+# notice and exit on their own; until they have, a new postmaster refuses the old
+# shared memory, so this retries as src/test/recovery/t/017_shm.pl does.
+sub restart_killed
+{
+	my ($node) = @_;
+	for (1 .. 10 * $PostgreSQL::Test::Utils::timeout_default)
+	{
+		return 1 if $node->start(fail_ok => 1);
+		Time::HiRes::usleep(100_000);
+		$node->stop('fast', fail_ok => 1);
+	}
+	return $node->start;
 }
 
 1;

@@ -145,21 +145,6 @@ sub worker_of
 	return $w;
 }
 
-# A postmaster killed with SIGKILL leaves its backends to notice and exit; until
-# they have, a new postmaster refuses the old shared memory.  Retry as
-# src/test/recovery/t/017_shm.pl does.
-sub poll_start
-{
-	my ($node) = @_;
-	for (1 .. 10 * $PostgreSQL::Test::Utils::timeout_default)
-	{
-		return 1 if $node->start(fail_ok => 1);
-		usleep(100_000);
-		$node->stop('fast', fail_ok => 1);
-	}
-	return $node->start;
-}
-
 is( $c->safe_psql('postgres',
 		q{SELECT count(DISTINCT nodeport) FROM citus_shards
 		   WHERE table_name = 'accounts'::regclass}),
@@ -381,7 +366,7 @@ is(join(' ', @outage_outcomes),
 	join(' ', map { "$_->[0]:" . ($on_victim{ $_->[1] } ? 'error' : 'applied') } @outage),
 	'during the outage the survivor\'s accounts are served, the victim\'s fail');
 
-poll_start($victim);
+CitusCluster::restart_killed($victim);
 $c->poll_query_until('postgres', 'SELECT count(*) FROM accounts', '8')
   or die 'the coordinator does not reach the restarted worker';
 is($victim->safe_psql('postgres', 'SELECT count(*) FROM pg_prepared_xacts'),
