@@ -31,6 +31,10 @@ def ok(passed, name, diag=""):
     if not passed:
         _failed += 1
     print(f"{'ok' if passed else 'not ok'} {_count} - {name}")
+    if not passed:
+        # As Test::More says it, so that make test can name the assertion (its
+        # stdout, with the "not ok" line, stays inside prove).
+        print(f"#   Failed test '{name}'", file=sys.stderr)
     if not passed and diag:
         for line in str(diag).splitlines():
             print(f"# {line}", file=sys.stderr)
