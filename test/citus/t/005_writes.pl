@@ -163,12 +163,15 @@ sub delivery_sql
 	  : "SELECT inbox.transition_key('orders', ${o}::bigint, 'state', NULL, 'PAID')";
 }
 
-# A psql script of deliveries, each after an \echo of its message.
+# A message's name in a script's output: "order kind version".
+sub message_name { return join ' ', @{ $_[0] }[ 0 .. 2 ]; }
+
+# A psql script of deliveries, each after an \echo of its message's name.
 sub script_of
 {
 	my $i = 0;
 	return join '',
-	  map { "\\echo '#$_->[0] $_->[1] $_->[2]'\n" . delivery_sql($_, $i++ % 2) . ";\n" } @_;
+	  map { "\\echo '#" . message_name($_) . "'\n" . delivery_sql($_, $i++ % 2) . ";\n" } @_;
 }
 
 sub psql_command
@@ -220,7 +223,7 @@ sub deliver_all
 	for (my $round = 0; @pending && $round < 10; $round++)
 	{
 		my (undef, $acked) = finish_script(start_script(@pending));
-		@pending = grep { !$acked->{"$_->[0] $_->[1] $_->[2]"} } @pending;
+		@pending = grep { !$acked->{ message_name($_) } } @pending;
 	}
 	note scalar(@pending) . ' messages never acknowledged' if @pending;
 }
