@@ -907,6 +907,152 @@ COMMENT ON FUNCTION inbox.claim_many_sharded(pg_catalog.regclass, "any", pg_cata
     'claim a batch of one shard key value; returns the fresh ids in input order, each once';
 
 /*
+ * Stored columns of sharded inboxes (0.3): try_claim, fingerprinted claims,
+ * stored results and leases in the _sharded forms, which take the shard key
+ * value before the id, as claim_sharded does.  On Citus each is one statement
+ * (or a few) that Citus sends to the shard holding the key, and runs locally in
+ * a function delegated to that shard's worker.
+ */
+CREATE FUNCTION inbox.claim_sharded(inbox pg_catalog.regclass, shard_key "any",
+    message_id pg_catalog.text, fingerprint pg_catalog.bytea)
+RETURNS boolean AS 'MODULE_PATHNAME', 'inbox_claim_sharded'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+CREATE FUNCTION inbox.claim_sharded(inbox pg_catalog.regclass, shard_key "any",
+    message_id pg_catalog.uuid, fingerprint pg_catalog.bytea)
+RETURNS boolean AS 'MODULE_PATHNAME', 'inbox_claim_sharded'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+CREATE FUNCTION inbox.claim_sharded(inbox pg_catalog.regclass, shard_key "any",
+    message_id pg_catalog.int8, fingerprint pg_catalog.bytea)
+RETURNS boolean AS 'MODULE_PATHNAME', 'inbox_claim_sharded'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION inbox.claim_sharded(pg_catalog.regclass, "any", pg_catalog.text, pg_catalog.bytea) IS
+    'claim a message id of a sharded inbox with a request fingerprint: true on first delivery, false on a duplicate, an error for another payload';
+COMMENT ON FUNCTION inbox.claim_sharded(pg_catalog.regclass, "any", pg_catalog.uuid, pg_catalog.bytea) IS
+    'claim a message id of a sharded inbox with a request fingerprint: true on first delivery, false on a duplicate, an error for another payload';
+COMMENT ON FUNCTION inbox.claim_sharded(pg_catalog.regclass, "any", pg_catalog.int8, pg_catalog.bytea) IS
+    'claim a message id of a sharded inbox with a request fingerprint: true on first delivery, false on a duplicate, an error for another payload';
+CREATE FUNCTION inbox.try_claim_sharded(inbox pg_catalog.regclass, shard_key "any",
+    message_id pg_catalog.text)
+RETURNS inbox.claim_status AS 'MODULE_PATHNAME', 'inbox_try_claim'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+CREATE FUNCTION inbox.try_claim_sharded(inbox pg_catalog.regclass, shard_key "any",
+    message_id pg_catalog.uuid)
+RETURNS inbox.claim_status AS 'MODULE_PATHNAME', 'inbox_try_claim'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+CREATE FUNCTION inbox.try_claim_sharded(inbox pg_catalog.regclass, shard_key "any",
+    message_id pg_catalog.int8)
+RETURNS inbox.claim_status AS 'MODULE_PATHNAME', 'inbox_try_claim'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION inbox.try_claim_sharded(pg_catalog.regclass, "any", pg_catalog.text) IS
+    'try_claim of a sharded inbox: claimed, duplicate, in_progress or quarantined';
+COMMENT ON FUNCTION inbox.try_claim_sharded(pg_catalog.regclass, "any", pg_catalog.uuid) IS
+    'try_claim of a sharded inbox: claimed, duplicate, in_progress or quarantined';
+COMMENT ON FUNCTION inbox.try_claim_sharded(pg_catalog.regclass, "any", pg_catalog.int8) IS
+    'try_claim of a sharded inbox: claimed, duplicate, in_progress or quarantined';
+CREATE FUNCTION inbox.complete_sharded(inbox pg_catalog.regclass, shard_key "any",
+    message_id pg_catalog.text, result pg_catalog.jsonb)
+RETURNS void AS 'MODULE_PATHNAME', 'inbox_complete'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+CREATE FUNCTION inbox.complete_sharded(inbox pg_catalog.regclass, shard_key "any",
+    message_id pg_catalog.uuid, result pg_catalog.jsonb)
+RETURNS void AS 'MODULE_PATHNAME', 'inbox_complete'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+CREATE FUNCTION inbox.complete_sharded(inbox pg_catalog.regclass, shard_key "any",
+    message_id pg_catalog.int8, result pg_catalog.jsonb)
+RETURNS void AS 'MODULE_PATHNAME', 'inbox_complete'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION inbox.complete_sharded(pg_catalog.regclass, "any", pg_catalog.text, pg_catalog.jsonb) IS
+    'store the result of a message claimed in this transaction in a sharded inbox, for duplicates to replay';
+COMMENT ON FUNCTION inbox.complete_sharded(pg_catalog.regclass, "any", pg_catalog.uuid, pg_catalog.jsonb) IS
+    'store the result of a message claimed in this transaction in a sharded inbox, for duplicates to replay';
+COMMENT ON FUNCTION inbox.complete_sharded(pg_catalog.regclass, "any", pg_catalog.int8, pg_catalog.jsonb) IS
+    'store the result of a message claimed in this transaction in a sharded inbox, for duplicates to replay';
+CREATE FUNCTION inbox.result_sharded(inbox pg_catalog.regclass, shard_key "any",
+    message_id pg_catalog.text)
+RETURNS pg_catalog.jsonb AS 'MODULE_PATHNAME', 'inbox_result'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+CREATE FUNCTION inbox.result_sharded(inbox pg_catalog.regclass, shard_key "any",
+    message_id pg_catalog.uuid)
+RETURNS pg_catalog.jsonb AS 'MODULE_PATHNAME', 'inbox_result'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+CREATE FUNCTION inbox.result_sharded(inbox pg_catalog.regclass, shard_key "any",
+    message_id pg_catalog.int8)
+RETURNS pg_catalog.jsonb AS 'MODULE_PATHNAME', 'inbox_result'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION inbox.result_sharded(pg_catalog.regclass, "any", pg_catalog.text) IS
+    'the stored result of a claimed message of a sharded inbox, or NULL';
+COMMENT ON FUNCTION inbox.result_sharded(pg_catalog.regclass, "any", pg_catalog.uuid) IS
+    'the stored result of a claimed message of a sharded inbox, or NULL';
+COMMENT ON FUNCTION inbox.result_sharded(pg_catalog.regclass, "any", pg_catalog.int8) IS
+    'the stored result of a claimed message of a sharded inbox, or NULL';
+CREATE FUNCTION inbox.acquire_sharded(inbox pg_catalog.regclass, shard_key "any",
+    key pg_catalog.text, lease pg_catalog.interval,
+    fingerprint pg_catalog.bytea DEFAULT NULL,
+    session_bound boolean DEFAULT false,
+    OUT status inbox.lease_status, OUT token pg_catalog.int8,
+    OUT result pg_catalog.jsonb)
+RETURNS record AS 'MODULE_PATHNAME', 'inbox_acquire'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+CREATE FUNCTION inbox.acquire_sharded(inbox pg_catalog.regclass, shard_key "any",
+    key pg_catalog.uuid, lease pg_catalog.interval,
+    fingerprint pg_catalog.bytea DEFAULT NULL,
+    session_bound boolean DEFAULT false,
+    OUT status inbox.lease_status, OUT token pg_catalog.int8,
+    OUT result pg_catalog.jsonb)
+RETURNS record AS 'MODULE_PATHNAME', 'inbox_acquire'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+CREATE FUNCTION inbox.acquire_sharded(inbox pg_catalog.regclass, shard_key "any",
+    key pg_catalog.int8, lease pg_catalog.interval,
+    fingerprint pg_catalog.bytea DEFAULT NULL,
+    session_bound boolean DEFAULT false,
+    OUT status inbox.lease_status, OUT token pg_catalog.int8,
+    OUT result pg_catalog.jsonb)
+RETURNS record AS 'MODULE_PATHNAME', 'inbox_acquire'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION inbox.acquire_sharded(pg_catalog.regclass, "any", pg_catalog.text, pg_catalog.interval, pg_catalog.bytea, boolean) IS
+    'acquire of a sharded inbox: take a lease on an idempotency key, commit, then run the outside effect';
+COMMENT ON FUNCTION inbox.acquire_sharded(pg_catalog.regclass, "any", pg_catalog.uuid, pg_catalog.interval, pg_catalog.bytea, boolean) IS
+    'acquire of a sharded inbox: take a lease on an idempotency key, commit, then run the outside effect';
+COMMENT ON FUNCTION inbox.acquire_sharded(pg_catalog.regclass, "any", pg_catalog.int8, pg_catalog.interval, pg_catalog.bytea, boolean) IS
+    'acquire of a sharded inbox: take a lease on an idempotency key, commit, then run the outside effect';
+CREATE FUNCTION inbox.finish_sharded(inbox pg_catalog.regclass, shard_key "any",
+    key pg_catalog.text, token pg_catalog.int8, result pg_catalog.jsonb)
+RETURNS void AS 'MODULE_PATHNAME', 'inbox_finish'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+CREATE FUNCTION inbox.finish_sharded(inbox pg_catalog.regclass, shard_key "any",
+    key pg_catalog.uuid, token pg_catalog.int8, result pg_catalog.jsonb)
+RETURNS void AS 'MODULE_PATHNAME', 'inbox_finish'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+CREATE FUNCTION inbox.finish_sharded(inbox pg_catalog.regclass, shard_key "any",
+    key pg_catalog.int8, token pg_catalog.int8, result pg_catalog.jsonb)
+RETURNS void AS 'MODULE_PATHNAME', 'inbox_finish'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION inbox.finish_sharded(pg_catalog.regclass, "any", pg_catalog.text, pg_catalog.int8, pg_catalog.jsonb) IS
+    'finish of a sharded inbox: store the result of a leased attempt, checked by its token';
+COMMENT ON FUNCTION inbox.finish_sharded(pg_catalog.regclass, "any", pg_catalog.uuid, pg_catalog.int8, pg_catalog.jsonb) IS
+    'finish of a sharded inbox: store the result of a leased attempt, checked by its token';
+COMMENT ON FUNCTION inbox.finish_sharded(pg_catalog.regclass, "any", pg_catalog.int8, pg_catalog.int8, pg_catalog.jsonb) IS
+    'finish of a sharded inbox: store the result of a leased attempt, checked by its token';
+CREATE FUNCTION inbox.release_sharded(inbox pg_catalog.regclass, shard_key "any",
+    key pg_catalog.text, token pg_catalog.int8)
+RETURNS void AS 'MODULE_PATHNAME', 'inbox_release'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+CREATE FUNCTION inbox.release_sharded(inbox pg_catalog.regclass, shard_key "any",
+    key pg_catalog.uuid, token pg_catalog.int8)
+RETURNS void AS 'MODULE_PATHNAME', 'inbox_release'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+CREATE FUNCTION inbox.release_sharded(inbox pg_catalog.regclass, shard_key "any",
+    key pg_catalog.int8, token pg_catalog.int8)
+RETURNS void AS 'MODULE_PATHNAME', 'inbox_release'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION inbox.release_sharded(pg_catalog.regclass, "any", pg_catalog.text, pg_catalog.int8) IS
+    'release of a sharded inbox: forget a leased attempt, checked by its token, so a retry may run';
+COMMENT ON FUNCTION inbox.release_sharded(pg_catalog.regclass, "any", pg_catalog.uuid, pg_catalog.int8) IS
+    'release of a sharded inbox: forget a leased attempt, checked by its token, so a retry may run';
+COMMENT ON FUNCTION inbox.release_sharded(pg_catalog.regclass, "any", pg_catalog.int8, pg_catalog.int8) IS
+    'release of a sharded inbox: forget a leased attempt, checked by its token, so a retry may run';
+
+/*
  * Failures and quarantine (0.3).  A consumer whose effect failed rolls back and
  * records the failure in a transaction of its own (record_failure): attempts are
  * counted per message, and at the inbox's max_attempts the message is

@@ -147,34 +147,35 @@ record_outcome(InboxInfo *inbox, bool duplicate)
  * executor where the inbox allows it (claim_direct.c), else as SQL.
  */
 static bool
-claim_insert(InboxInfo *inbox, Datum message_id, bytea *fingerprint)
+claim_insert(InboxInfo *inbox, Datum message_id, const Datum *shard, bytea *fingerprint)
 {
 	Datum		values[6] = {message_id, PointerGetDatum(fingerprint)};
 	char		nulls[6] = {' ', fingerprint ? ' ' : 'n', 'n', 'n', 'n', 'n'};
 
-	if (fingerprint == NULL)
+	if (fingerprint == NULL && shard == NULL)
 	{
 		ClaimDirectResult direct = claim_direct(inbox, message_id, direct_probe_first(inbox), NULL);
 
 		if (direct != CLAIM_DIRECT_UNAVAILABLE)
 			return direct == CLAIM_DIRECT_CLAIMED;
-		return claim_row_stored(inbox, message_id,
+		return claim_row_stored(inbox, message_id, NULL,
 								inbox_sql_execute(inbox, SQL_CLAIM, values, NULL));
 	}
-	return claim_row_stored(inbox, message_id,
-							inbox_sql_execute(inbox, SQL_CLAIM_FULL, values, nulls));
+	return claim_row_stored(inbox, message_id, shard,
+							inbox_sql_execute_key(inbox, SQL_CLAIM_FULL, shard, values, nulls));
 }
 
 /* A fresh claim in place of an expired one; false if the row changed meanwhile. */
 static bool
-claim_reclaim(InboxInfo *inbox, Datum message_id, bytea *fingerprint, TimestampTz now)
+claim_reclaim(InboxInfo *inbox, Datum message_id, const Datum *shard, bytea *fingerprint,
+			  TimestampTz now)
 {
 	Datum		values[8] = {message_id, PointerGetDatum(fingerprint), 0, 0, 0, 0,
 							 TimestampTzGetDatum(retention_cutoff(inbox, now)),
 							 TimestampTzGetDatum(now)};
 	char		nulls[8] = {' ', fingerprint ? ' ' : 'n', 'n', 'n', 'n', 'n', ' ', ' '};
 
-	return inbox_sql_execute(inbox, SQL_RECLAIM, values, nulls) == 1;
+	return inbox_sql_execute_key(inbox, SQL_RECLAIM, shard, values, nulls) == 1;
 }
 
 /*
@@ -182,9 +183,10 @@ claim_reclaim(InboxInfo *inbox, Datum message_id, bytea *fingerprint, TimestampT
  * or to treat a claim older than the inbox's retention as absent.  Each pass
  * either writes, or reads a committed row and answers from it; a row that another
  * transaction is changing is waited for, and one that vanished is tried again.
+ * shard: the shard key value of a sharded inbox, NULL for others.
  */
 static bool
-claim_checked(InboxInfo *inbox, Datum message_id, bytea *fingerprint)
+claim_checked(InboxInfo *inbox, Datum message_id, const Datum *shard, bytea *fingerprint)
 {
 	/* Under snapshot isolation only the INSERT can tell a visible claim (see above). */
 	bool		probe_first = probe_pays(inbox) && !IsolationUsesXactSnapshot();
@@ -197,11 +199,11 @@ claim_checked(InboxInfo *inbox, Datum message_id, bytea *fingerprint)
 		TimestampTz now;
 
 		claim_row_retry(inbox, message_id, &retries);
-		if (!probe_first && claim_insert(inbox, message_id, fingerprint))
+		if (!probe_first && claim_insert(inbox, message_id, shard, fingerprint))
 			return record_outcome(inbox, false);
 		probe_first = false;
 
-		claim_row_read(inbox, message_id, true, &row);
+		claim_row_read_key(inbox, message_id, shard, true, &row);
 		if (row.state == ROW_ABSENT)
 			continue;
 		if (row.state != ROW_PRESENT)
@@ -213,7 +215,7 @@ claim_checked(InboxInfo *inbox, Datum message_id, bytea *fingerprint)
 		now = GetCurrentTimestamp();
 		if (claim_row_expired(inbox, &row, now))
 		{
-			if (claim_reclaim(inbox, message_id, fingerprint, now))
+			if (claim_reclaim(inbox, message_id, shard, fingerprint, now))
 				return record_outcome(inbox, false);
 			continue;
 		}
@@ -255,6 +257,7 @@ claim_by_sql(InboxInfo *inbox, Datum message_id)
 	}
 	return record_outcome(inbox,
 						  !claim_row_stored(inbox, message_id,
+											NULL,
 											inbox_sql_execute(inbox, SQL_CLAIM, &message_id, NULL)));
 }
 
@@ -288,7 +291,7 @@ claim_dispatch(InboxInfo *inbox, Datum message_id, bytea *fingerprint, bool conn
 
 	if (!connected)
 		spi_connect();
-	claimed = checked ? claim_checked(inbox, message_id, fingerprint) :
+	claimed = checked ? claim_checked(inbox, message_id, NULL, fingerprint) :
 		claim_by_sql(inbox, message_id);
 	if (!connected)
 		SPI_finish();
@@ -364,7 +367,10 @@ inbox_claim(PG_FUNCTION_ARGS)
 	PG_RETURN_BOOL(claim_dispatch(inbox, id, fingerprint, false, NULL));
 }
 
-/* claim of a sharded inbox: the shard key value, then the message id. */
+/*
+ * claim of a sharded inbox: the shard key value, then the message id, and
+ * maybe a fingerprint, compared with the stored one as claim() does.
+ */
 PG_FUNCTION_INFO_V1(inbox_claim_sharded);
 Datum
 inbox_claim_sharded(PG_FUNCTION_ARGS)
@@ -373,14 +379,24 @@ inbox_claim_sharded(PG_FUNCTION_ARGS)
 	InboxInfo  *inbox = registry_lookup(fcinfo, 0, RowExclusiveLock, ACL_INSERT | ACL_SELECT);
 	Datum		shard_key;
 	Datum		id;
+	bytea	   *fingerprint = NULL;
 	bool		claimed;
 
 	registry_check_shard_form(fcinfo, inbox, true);
 	shard_key = claim_routed_shard_key(fcinfo, 1, inbox);
 	id = message_id_from_arg(fcinfo, sig->keyargno, sig->keytype, inbox);
+	if (PG_NARGS() > sig->keyargno + 1)
+		fingerprint = fingerprint_arg(fcinfo, sig->keyargno + 1);
 
 	spi_connect();
-	claimed = claim_routed(inbox, id, &shard_key);
+	if (fingerprint != NULL)
+	{
+		registry_check_stored_reads(fcinfo, inbox);
+		inbox->dup_row_known = false;
+		claimed = claim_checked(inbox, id, &shard_key, fingerprint);
+	}
+	else
+		claimed = claim_routed(inbox, id, &shard_key);
 	SPI_finish();
 	PG_RETURN_BOOL(claimed);
 }
@@ -397,11 +413,11 @@ inbox_claim_sharded(PG_FUNCTION_ARGS)
  * blocked.
  */
 const char *
-claim_probe_status(InboxInfo *inbox, Datum id, bool *held)
+claim_probe_status(InboxInfo *inbox, Datum id, const Datum *shard, bool *held)
 {
 	ClaimRow	row;
 
-	claim_row_read(inbox, id, true, &row);
+	claim_row_read_key(inbox, id, shard, true, &row);
 	*held = row.state == ROW_PRESENT && !claim_row_expired(inbox, &row, GetCurrentTimestamp());
 	if (claim_row_quarantined(&row))
 	{
@@ -424,30 +440,33 @@ claim_probe_status(InboxInfo *inbox, Datum id, bool *held)
 
 /* try_claim's claim, after the probe; SPI must be connected. */
 const char *
-claim_status_of_insert(InboxInfo *inbox, Datum id)
+claim_status_of_insert(InboxInfo *inbox, Datum id, const Datum *shard)
 {
-	if (claim_one(inbox, id, NULL))
+	if (shard ? claim_routed(inbox, id, shard) : claim_one(inbox, id, NULL))
 		return "claimed";
 	return claim_quarantined_after_claim(inbox, id) ? "quarantined" : "duplicate";
 }
 
+/* try_claim and try_claim_sharded, which takes the shard key before the id. */
 PG_FUNCTION_INFO_V1(inbox_try_claim);
 Datum
 inbox_try_claim(PG_FUNCTION_ARGS)
 {
 	const CallSignature *sig = signature_of_call(fcinfo);
 	InboxInfo  *inbox = registry_lookup(fcinfo, 0, RowExclusiveLock, ACL_INSERT | ACL_SELECT);
-	Datum		id = message_id_from_arg(fcinfo, 1, sig->keytype, inbox);
+	Datum		shard_value;
+	const Datum *shard = claim_routed_shard_arg(fcinfo, sig, inbox, &shard_value);
+	Datum		id = message_id_from_arg(fcinfo, sig->keyargno, sig->keytype, inbox);
 	const char *status;
 	bool		held;
 
 	/* Its answer comes from the stored row, which a policy may hide. */
 	registry_check_stored_reads(fcinfo, inbox);
-	status = claim_probe_status(inbox, id, &held);
+	status = claim_probe_status(inbox, id, shard, &held);
 	if (status == NULL)
 	{
 		spi_connect();
-		status = claim_status_of_insert(inbox, id);
+		status = claim_status_of_insert(inbox, id, shard);
 		SPI_finish();
 	}
 	PG_RETURN_DATUM(signature_enum_label(sig->rettype, status));
@@ -628,7 +647,7 @@ claim_many_insert(InboxInfo *inbox, ArrayType *batch, int nids, HTAB *fresh,
 		IdBytes		id;
 
 		if (shard_key)
-			claim_routed_check_shard(inbox, SPI_tuptable->vals[i], SPI_tuptable->tupdesc, value,
+			claim_row_check_shard(inbox, SPI_tuptable->vals[i], SPI_tuptable->tupdesc, value,
 									 *shard_key);
 
 		id = id_bytes(datumCopy(value, keybyval, keylen), inbox->keytype);

@@ -41,6 +41,7 @@
 #include "message_id.h"
 #include "registry.h"
 #include "retention.h"
+#include "signature.h"
 #include "stats.h"
 
 /*
@@ -138,6 +139,24 @@ claim_routed_shard_key(FunctionCallInfo fcinfo, int argno, const InboxInfo *inbo
 	return result->constvalue;
 }
 
+/*
+ * The shard key of a call of a function that has a _sharded form (which takes
+ * it second, before the id): a pointer to it in *value, or NULL for the plain
+ * form.  Either form must fit the inbox (registry_check_shard_form).
+ */
+const Datum *
+claim_routed_shard_arg(FunctionCallInfo fcinfo, const CallSignature *sig,
+					   const InboxInfo *inbox, Datum *value)
+{
+	bool		sharded_call = sig->keyargno == 2;
+
+	registry_check_shard_form(fcinfo, inbox, sharded_call);
+	if (!sharded_call)
+		return NULL;
+	*value = claim_routed_shard_key(fcinfo, 1, inbox);
+	return value;
+}
+
 /* Checks that the callers did: a sharded inbox is claimed with its shard key only. */
 static void
 check_shard_given(const InboxInfo *inbox, const Datum *shard_key)
@@ -148,31 +167,6 @@ check_shard_given(const InboxInfo *inbox, const Datum *shard_key)
 				 errmsg("inbox \"%s\" %s", get_rel_name(inbox->relid),
 						shard_key ? "has no shard key" : "is sharded"),
 				 errhint("Use the claim functions whose names end in _sharded for sharded inboxes, and only for them.")));
-}
-
-/*
- * A claim statement of a sharded inbox returned (message_id, shard key) of a row
- * it wrote: the shard key must be the one given.  A BEFORE INSERT trigger (or a
- * BEFORE UPDATE one, when an expired claim is renewed) may have changed it, and
- * the claim would then be answered fresh for a (shard key, id) it does not hold,
- * and hold one nobody claimed.
- */
-void
-claim_routed_check_shard(InboxInfo *inbox, HeapTuple row, TupleDesc desc, Datum message_id,
-						 Datum shard_key)
-{
-	bool		isnull;
-	Datum		written = SPI_getbinval(row, desc, 2, &isnull);
-
-	if (isnull || !DatumGetBool(OidFunctionCall2Coll(inbox->shard_eq, inbox->shard_collation,
-													 written, shard_key)))
-		ereport(ERROR,
-				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("a trigger on inbox \"%s\" changed the shard key of the claim of \"%s\"",
-						get_rel_name(inbox->relid), message_id_to_cstring(inbox, message_id)),
-				 errdetail("A claim must be stored under the shard key value it was made for."),
-				 errhint("Make BEFORE INSERT and BEFORE UPDATE triggers on the inbox leave %s alone.",
-						 inbox->shard_column)));
 }
 
 /*
@@ -247,7 +241,7 @@ claim_routed(InboxInfo *inbox, Datum message_id, const Datum *shard_key)
 	{
 		claim_row_check_written(inbox, message_id);
 		if (shard_key)
-			claim_routed_check_shard(inbox, SPI_tuptable->vals[0], SPI_tuptable->tupdesc,
+			claim_row_check_shard(inbox, SPI_tuptable->vals[0], SPI_tuptable->tupdesc,
 									 message_id, *shard_key);
 		claimed = true;
 	}

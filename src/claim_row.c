@@ -30,18 +30,23 @@
 #include "inbox_info.h"
 #include "claim_row.h"
 #include "direct_access.h"
+#include "inbox_sql.h"
 #include "message_id.h"
 #include "retention.h"
+#include "spi_util.h"
 
-/* Column c of the row in slot; false (and nothing read) if the inbox lacks it. */
+/*
+ * Column c of the row in slot, at attnums[c]; false (and nothing read) if the
+ * row lacks it.
+ */
 static bool
-column_value(const InboxInfo *inbox, TupleTableSlot *slot, InboxColumn c, Datum *value)
+column_value(const AttrNumber *attnums, TupleTableSlot *slot, InboxColumn c, Datum *value)
 {
 	bool		isnull;
 
-	if (inbox->columns[c] == InvalidAttrNumber)
+	if (attnums[c] == InvalidAttrNumber)
 		return false;
-	*value = slot_getattr(slot, inbox->columns[c], &isnull);
+	*value = slot_getattr(slot, attnums[c], &isnull);
 	return !isnull;
 }
 
@@ -50,23 +55,23 @@ column_value(const InboxInfo *inbox, TupleTableSlot *slot, InboxColumn c, Datum 
  * inbox_shape.c has checked that those present have their types.
  */
 static void
-copy_columns(const InboxInfo *inbox, TupleTableSlot *slot, ClaimRow *row)
+copy_columns(const AttrNumber *attnums, TupleTableSlot *slot, ClaimRow *row)
 {
 	Datum		value;
 
-	row->claimed_at = column_value(inbox, slot, COL_CLAIMED_AT, &value) ?
+	row->claimed_at = column_value(attnums, slot, COL_CLAIMED_AT, &value) ?
 		DatumGetTimestampTz(value) : DT_NOBEGIN;
-	row->fingerprint = column_value(inbox, slot, COL_FINGERPRINT, &value) ?
+	row->fingerprint = column_value(attnums, slot, COL_FINGERPRINT, &value) ?
 		DatumGetByteaPCopy(value) : NULL;
-	row->result = column_value(inbox, slot, COL_RESULT, &value) ?
+	row->result = column_value(attnums, slot, COL_RESULT, &value) ?
 		DatumGetJsonbPCopy(value) : NULL;
-	row->has_token = column_value(inbox, slot, COL_TOKEN, &value);
+	row->has_token = column_value(attnums, slot, COL_TOKEN, &value);
 	row->token = row->has_token ? DatumGetInt64(value) : 0;
-	row->leased = column_value(inbox, slot, COL_LEASE_UNTIL, &value);
+	row->leased = column_value(attnums, slot, COL_LEASE_UNTIL, &value);
 	row->lease_until = row->leased ? DatumGetTimestampTz(value) : 0;
-	row->holder_pid = column_value(inbox, slot, COL_HOLDER_PID, &value) ?
+	row->holder_pid = column_value(attnums, slot, COL_HOLDER_PID, &value) ?
 		DatumGetInt32(value) : 0;
-	row->holder_started = column_value(inbox, slot, COL_HOLDER_STARTED, &value) ?
+	row->holder_started = column_value(attnums, slot, COL_HOLDER_STARTED, &value) ?
 		DatumGetTimestampTz(value) : 0;
 }
 
@@ -81,7 +86,7 @@ copy_present_columns(TupleTableSlot *slot, void *arg)
 {
 	ColumnsArg *c = arg;
 
-	copy_columns(c->inbox, slot, c->row);
+	copy_columns(c->inbox->columns, slot, c->row);
 }
 
 /* What claim_row_quarantined needs of a present row, and nothing else. */
@@ -91,34 +96,85 @@ copy_quarantine_columns(TupleTableSlot *slot, void *arg)
 	ColumnsArg *c = arg;
 	Datum		value;
 
-	c->row->claimed_at = column_value(c->inbox, slot, COL_CLAIMED_AT, &value) ?
+	c->row->claimed_at = column_value(c->inbox->columns, slot, COL_CLAIMED_AT, &value) ?
 		DatumGetTimestampTz(value) : DT_NOBEGIN;
-	c->row->leased = column_value(c->inbox, slot, COL_LEASE_UNTIL, &value);
+	c->row->leased = column_value(c->inbox->columns, slot, COL_LEASE_UNTIL, &value);
 }
 
 /*
- * The claim of one id, as direct_access_dirty_lookup sees it.  columns: also copy the row's
+ * The claim of a Citus table, read by a statement that Citus sends to the shard
+ * holding it: a snapshot sees no other transaction's uncommitted claim, so the
+ * row is absent or present, and a caller that then writes waits for such a claim
+ * in its INSERT, as claim() does.  SPI is connected here, and what is copied
+ * goes to the caller's memory context.
+ */
+static void
+claim_row_select(InboxInfo *inbox, Datum message_id, const Datum *shard, ClaimRow *row)
+{
+	MemoryContext caller = CurrentMemoryContext;
+	Datum		value = message_id;
+
+	memset(row, 0, sizeof(ClaimRow));
+	spi_connect();
+	row->state = inbox_sql_execute_key(inbox, SQL_ROW, shard, &value, NULL) == 1 ?
+		ROW_PRESENT : ROW_ABSENT;
+	if (row->state == ROW_PRESENT)
+	{
+		HeapTuple	tuple = SPI_tuptable->vals[0];
+		TupleDesc	desc = SPI_tuptable->tupdesc;
+		MemoryContext spi = MemoryContextSwitchTo(caller);
+		TupleTableSlot *slot = MakeSingleTupleTableSlot(desc, &TTSOpsHeapTuple);
+		AttrNumber	in_order[INBOX_NUM_COLUMNS];
+
+		/* The statement returns the columns in InboxColumn order. */
+		for (int c = 0; c < INBOX_NUM_COLUMNS; c++)
+			in_order[c] = c + 1;
+		ExecStoreHeapTuple(tuple, slot, false);
+		copy_columns(in_order, slot, row);
+		ExecDropSingleTupleTableSlot(slot);
+		MemoryContextSwitchTo(spi);
+	}
+	SPI_finish();
+}
+
+/*
+ * The claim of one id, as direct_access_dirty_lookup sees it: in the inbox, by
+ * (shard key, message id) for one with a shard key.  copy: also copy the row's
  * columns, for a present row.  The caller has locked the inbox.
  */
 static void
-claim_row_lookup(InboxInfo *inbox, Datum message_id, void (*copy) (TupleTableSlot *, void *),
-				 ClaimRow *row)
+claim_row_lookup(InboxInfo *inbox, Datum message_id, const Datum *shard,
+				 void (*copy) (TupleTableSlot *, void *), ClaimRow *row)
 {
-	Relation	heap = table_open(inbox->relid, NoLock);
-	Relation	index = index_open(inbox->pkindex, AccessShareLock);
-	ScanKeyData key;
+	Relation	heap;
+	Relation	index;
+	ScanKeyData keys[2];
+	int			nkeys = 0;
 	ColumnsArg	arg = {inbox, row};
 
-	/* The entry points refuse these inboxes first (registry_check_stored_reads). */
-	if (inbox->routed)
-		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("claims of inbox \"%s\" cannot be read directly", get_rel_name(inbox->relid)),
-				 errdetail("It is sharded or distributed by Citus.")));
+	if (inbox->distributed)
+	{
+		claim_row_select(inbox, message_id, shard, row);
+		return;
+	}
+	if ((shard != NULL) != (inbox->shard_attnum != InvalidAttrNumber))
+		elog(ERROR, "a claim of inbox \"%s\" read %s a shard key", get_rel_name(inbox->relid),
+			 shard ? "with" : "without");
+
+	heap = table_open(inbox->relid, NoLock);
+	index = index_open(inbox->pkindex, AccessShareLock);
 	memset(row, 0, sizeof(ClaimRow));
-	ScanKeyInit(&key, 1, BTEqualStrategyNumber, inbox->key_eq, message_id);
-	key.sk_collation = index->rd_indcollation[0];
-	row->state = direct_access_dirty_lookup(heap, index, &key, 1, &row->wait, &row->tid,
+	/* The primary key of a sharded inbox is (shard key, message_id). */
+	if (shard != NULL)
+	{
+		ScanKeyInit(&keys[nkeys], nkeys + 1, BTEqualStrategyNumber, inbox->shard_eq, *shard);
+		keys[nkeys].sk_collation = index->rd_indcollation[nkeys];
+		nkeys++;
+	}
+	ScanKeyInit(&keys[nkeys], nkeys + 1, BTEqualStrategyNumber, inbox->key_eq, message_id);
+	keys[nkeys].sk_collation = index->rd_indcollation[nkeys];
+	nkeys++;
+	row->state = direct_access_dirty_lookup(heap, index, keys, nkeys, &row->wait, &row->tid,
 											copy, &arg);
 
 	index_close(index, AccessShareLock);
@@ -128,7 +184,15 @@ claim_row_lookup(InboxInfo *inbox, Datum message_id, void (*copy) (TupleTableSlo
 void
 claim_row_read(InboxInfo *inbox, Datum message_id, bool columns, ClaimRow *row)
 {
-	claim_row_lookup(inbox, message_id, columns ? copy_present_columns : NULL, row);
+	claim_row_lookup(inbox, message_id, NULL, columns ? copy_present_columns : NULL, row);
+}
+
+/* claim_row_read of a claim of any inbox: shard is its shard key value, or NULL. */
+void
+claim_row_read_key(InboxInfo *inbox, Datum message_id, const Datum *shard, bool columns,
+				   ClaimRow *row)
+{
+	claim_row_lookup(inbox, message_id, shard, columns ? copy_present_columns : NULL, row);
 }
 
 /*
@@ -138,7 +202,7 @@ claim_row_read(InboxInfo *inbox, Datum message_id, bool columns, ClaimRow *row)
 void
 claim_row_read_for_claim(InboxInfo *inbox, Datum message_id, ClaimRow *row)
 {
-	claim_row_lookup(inbox, message_id, copy_quarantine_columns, row);
+	claim_row_lookup(inbox, message_id, NULL, copy_quarantine_columns, row);
 }
 
 /* Wait for the transaction that is inserting or changing the row, as a unique index would. */
@@ -212,13 +276,13 @@ claim_row_quarantined(const ClaimRow *row)
 
 /*
  * A claim's INSERT ran through SQL and touched stored rows (0 or 1): did it
- * store this id?  A BEFORE INSERT trigger on the inbox may skip the row
+ * store this id (under this shard key, for a sharded inbox)?  A BEFORE INSERT trigger on the inbox may skip the row
  * (returning NULL) or change its id; either would make a fresh message look
  * like a duplicate, or claim another id, so both are errors.  With no such
  * trigger, no row means a conflict, as ON CONFLICT DO NOTHING says.
  */
 bool
-claim_row_stored(InboxInfo *inbox, Datum message_id, uint64 stored)
+claim_row_stored(InboxInfo *inbox, Datum message_id, const Datum *shard, uint64 stored)
 {
 	ClaimRow	row;
 
@@ -227,9 +291,12 @@ claim_row_stored(InboxInfo *inbox, Datum message_id, uint64 stored)
 	if (stored == 1)
 	{
 		claim_row_check_written(inbox, message_id);
+		if (shard)
+			claim_row_check_shard(inbox, SPI_tuptable->vals[0], SPI_tuptable->tupdesc,
+								  message_id, *shard);
 		return true;
 	}
-	claim_row_read(inbox, message_id, false, &row);
+	claim_row_read_key(inbox, message_id, shard, false, &row);
 	if (row.state == ROW_ABSENT)
 		claim_row_suppressed(inbox, message_id);
 	return false;
@@ -256,6 +323,31 @@ claim_row_check_written(InboxInfo *inbox, Datum message_id)
 						get_rel_name(inbox->relid), message_id_to_cstring(inbox, message_id)),
 				 errdetail("A claim must be stored under the id it was made for."),
 				 errhint("Make BEFORE INSERT triggers on the inbox leave message_id alone.")));
+}
+
+/*
+ * A claim statement of a sharded inbox returned (message_id, shard key) of a row
+ * it wrote: the shard key must be the one given.  A BEFORE INSERT trigger (or a
+ * BEFORE UPDATE one, when an expired claim is renewed) may have changed it, and
+ * the claim would then be answered fresh for a (shard key, id) it does not hold,
+ * and hold one nobody claimed.
+ */
+void
+claim_row_check_shard(InboxInfo *inbox, HeapTuple row, TupleDesc desc, Datum message_id,
+						 Datum shard_key)
+{
+	bool		isnull;
+	Datum		written = SPI_getbinval(row, desc, 2, &isnull);
+
+	if (isnull || !DatumGetBool(OidFunctionCall2Coll(inbox->shard_eq, inbox->shard_collation,
+													 written, shard_key)))
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("a trigger on inbox \"%s\" changed the shard key of the claim of \"%s\"",
+						get_rel_name(inbox->relid), message_id_to_cstring(inbox, message_id)),
+				 errdetail("A claim must be stored under the shard key value it was made for."),
+				 errhint("Make BEFORE INSERT and BEFORE UPDATE triggers on the inbox leave %s alone.",
+						 inbox->shard_column)));
 }
 
 /* The claim's INSERT (or UPDATE) changed no row, yet nothing holds the id. */

@@ -5,6 +5,8 @@
 #ifndef INBOX_CLAIM_ROW_H
 #define INBOX_CLAIM_ROW_H
 
+#include "access/htup.h"
+#include "access/tupdesc.h"
 #include "utils/jsonb.h"
 
 #include "compat.h"
@@ -31,10 +33,15 @@ typedef struct ClaimRow
 
 
 extern void claim_row_read(InboxInfo *inbox, Datum message_id, bool columns, ClaimRow *row);
+extern void claim_row_read_key(InboxInfo *inbox, Datum message_id, const Datum *shard,
+							   bool columns, ClaimRow *row);
 extern void claim_row_read_for_claim(InboxInfo *inbox, Datum message_id, ClaimRow *row);
 extern void claim_row_wait(InboxInfo *inbox, const ClaimRow *row);
-extern bool claim_row_stored(InboxInfo *inbox, Datum message_id, uint64 stored);
+extern bool claim_row_stored(InboxInfo *inbox, Datum message_id, const Datum *shard,
+							 uint64 stored);
 extern void claim_row_check_written(InboxInfo *inbox, Datum message_id);
+extern void claim_row_check_shard(InboxInfo *inbox, HeapTuple row, TupleDesc desc,
+								  Datum message_id, Datum shard_key);
 pg_noreturn extern void claim_row_suppressed(InboxInfo *inbox, Datum message_id);
 extern void claim_row_retry(InboxInfo *inbox, Datum message_id, int *retries);
 extern bool claim_row_expired(const InboxInfo *inbox, const ClaimRow *row, TimestampTz now);

@@ -66,6 +66,7 @@ failure_call(FunctionCallInfo fcinfo, AclMode rights, FailureCall *call)
 	call->actor = GetUserId();
 	call->inbox = registry_lookup(fcinfo, 0, RowExclusiveLock, rights);
 	registry_check_shard_form(fcinfo, call->inbox, false);
+	registry_check_not_routed(fcinfo, call->inbox);
 	/* The answers come from the stored claim, which a policy may hide. */
 	registry_check_stored_reads(fcinfo, call->inbox);
 	call->id = message_id_from_arg(fcinfo, 1, sig->keytype, call->inbox);

@@ -49,6 +49,17 @@ typedef enum InboxStatement
 	SQL_SHARDED_CLAIM_MANY_WINDOW,
 	SQL_SHARDED_EXISTS,
 	SQL_SHARDED_HELD,
+	/* Stored columns of a routed inbox: one claim read by a statement, and the
+	 * sharded forms of the lease and result statements (inbox_sql_execute_key). */
+	SQL_ROW,
+	SQL_SHARDED_ROW,
+	SQL_SHARDED_CLAIM_FULL,
+	SQL_SHARDED_RECLAIM,
+	SQL_SHARDED_TAKEOVER,
+	SQL_SHARDED_FINISH,
+	SQL_SHARDED_RELEASE,
+	SQL_SHARDED_COMPLETE,
+	SQL_SHARDED_RESULT,
 	SQL_NUM_STATEMENTS
 } InboxStatement;
 

@@ -44,7 +44,7 @@ const char *const inbox_sql_column_names[INBOX_NUM_COLUMNS] = {
 #define KEY		((Oid) -1)
 #define KEYS	((Oid) -2)
 #define SHARD	((Oid) -3)
-#define MAX_PARAMS 8
+#define MAX_PARAMS 9
 
 /* Columns a statement needs beyond message_id and claimed_at. */
 #define NEEDS_LEASE_COLUMNS true
@@ -87,6 +87,41 @@ typedef struct StatementTemplate
 	"holder_pid = NULL, holder_started = NULL " \
 	"WHERE i.claimed_at OPERATOR(pg_catalog.<) $2 " \
 	"AND (i.lease_until IS NULL OR i.lease_until OPERATOR(pg_catalog.<=) $3) "
+/*
+ * The lease and result statements, which an inbox with a shard key runs with
+ * SHARD_IS appended: each ends in its WHERE clause.
+ */
+#define RECLAIM_SQL \
+	"UPDATE %1$s SET claimed_at = pg_catalog.now(), fingerprint = $2, result = NULL, " \
+	"token = $3, lease_until = $4, holder_pid = $5, holder_started = $6 " \
+	"WHERE message_id OPERATOR(pg_catalog.=) $1 " \
+	"AND claimed_at OPERATOR(pg_catalog.<) $7 " \
+	"AND (lease_until IS NULL OR lease_until OPERATOR(pg_catalog.<=) $8)"
+#define TAKEOVER_SQL \
+	"UPDATE %1$s SET claimed_at = pg_catalog.now(), " \
+	"fingerprint = COALESCE($2, fingerprint), result = NULL, " \
+	"token = $3, lease_until = $4, holder_pid = $5, holder_started = $6 " \
+	"WHERE message_id OPERATOR(pg_catalog.=) $1 " \
+	"AND token OPERATOR(pg_catalog.=) $7 AND lease_until IS NOT NULL"
+#define FINISH_SQL \
+	"UPDATE %1$s SET result = $3, lease_until = NULL, holder_pid = NULL, holder_started = NULL " \
+	"WHERE message_id OPERATOR(pg_catalog.=) $1 " \
+	"AND token OPERATOR(pg_catalog.=) $2 AND lease_until IS NOT NULL"
+#define RELEASE_SQL \
+	"DELETE FROM %1$s WHERE message_id OPERATOR(pg_catalog.=) $1 " \
+	"AND token OPERATOR(pg_catalog.=) $2 AND lease_until IS NOT NULL"
+#define COMPLETE_SQL \
+	"UPDATE %1$s SET result = $2 " \
+	"WHERE message_id OPERATOR(pg_catalog.=) $1 AND lease_until IS NULL AND token IS NULL"
+#define RESULT_SQL \
+	"SELECT result, claimed_at, lease_until FROM %1$s " \
+	"WHERE message_id OPERATOR(pg_catalog.=) $1"
+/* A claim's stored columns, in InboxColumn order, read by a statement. */
+#define ROW_SQL \
+	"SELECT claimed_at, fingerprint, result, token, lease_until, holder_pid, holder_started " \
+	"FROM %1$s WHERE message_id OPERATOR(pg_catalog.=) $1"
+#define SHARD_IS(n) " AND %2$s OPERATOR(pg_catalog.=) $" #n
+
 static const StatementTemplate templates[SQL_NUM_STATEMENTS] = {
 	[SQL_CLAIM] = {
 		"INSERT INTO %1$s (message_id) VALUES ($1) ON CONFLICT (message_id) DO NOTHING "
@@ -116,43 +151,30 @@ static const StatementTemplate templates[SQL_NUM_STATEMENTS] = {
 	},
 	/* Expired counts as absent: the row becomes a fresh claim, if still expired. */
 	[SQL_RECLAIM] = {
-		"UPDATE %1$s SET claimed_at = pg_catalog.now(), fingerprint = $2, result = NULL, "
-		"token = $3, lease_until = $4, holder_pid = $5, holder_started = $6 "
-		"WHERE message_id OPERATOR(pg_catalog.=) $1 "
-		"AND claimed_at OPERATOR(pg_catalog.<) $7 "
-		"AND (lease_until IS NULL OR lease_until OPERATOR(pg_catalog.<=) $8)",
+		RECLAIM_SQL,
 		8, {KEY, BYTEAOID, INT8OID, TIMESTAMPTZOID, INT4OID, TIMESTAMPTZOID,
 		TIMESTAMPTZOID, TIMESTAMPTZOID}, NEEDS_LEASE_COLUMNS
 	},
 	/* A stale lease passes to a new holder, if nobody finished or took it meanwhile. */
 	[SQL_TAKEOVER] = {
-		"UPDATE %1$s SET claimed_at = pg_catalog.now(), "
-		"fingerprint = COALESCE($2, fingerprint), result = NULL, "
-		"token = $3, lease_until = $4, holder_pid = $5, holder_started = $6 "
-		"WHERE message_id OPERATOR(pg_catalog.=) $1 "
-		"AND token OPERATOR(pg_catalog.=) $7 AND lease_until IS NOT NULL",
+		TAKEOVER_SQL,
 		7, {KEY, BYTEAOID, INT8OID, TIMESTAMPTZOID, INT4OID, TIMESTAMPTZOID, INT8OID},
 		NEEDS_LEASE_COLUMNS
 	},
 	[SQL_FINISH] = {
-		"UPDATE %1$s SET result = $3, lease_until = NULL, holder_pid = NULL, holder_started = NULL "
-		"WHERE message_id OPERATOR(pg_catalog.=) $1 "
-		"AND token OPERATOR(pg_catalog.=) $2 AND lease_until IS NOT NULL",
+		FINISH_SQL,
 		3, {KEY, INT8OID, JSONBOID}, NEEDS_LEASE_COLUMNS
 	},
 	[SQL_RELEASE] = {
-		"DELETE FROM %1$s WHERE message_id OPERATOR(pg_catalog.=) $1 "
-		"AND token OPERATOR(pg_catalog.=) $2 AND lease_until IS NOT NULL",
+		RELEASE_SQL,
 		2, {KEY, INT8OID}, NEEDS_LEASE_COLUMNS
 	},
 	[SQL_COMPLETE] = {
-		"UPDATE %1$s SET result = $2 "
-		"WHERE message_id OPERATOR(pg_catalog.=) $1 AND lease_until IS NULL AND token IS NULL",
+		COMPLETE_SQL,
 		2, {KEY, JSONBOID}, NEEDS_LEASE_COLUMNS
 	},
 	[SQL_RESULT] = {
-		"SELECT result, claimed_at, lease_until FROM %1$s "
-		"WHERE message_id OPERATOR(pg_catalog.=) $1",
+		RESULT_SQL,
 		1, {KEY}, NEEDS_LEASE_COLUMNS
 	},
 
@@ -272,6 +294,48 @@ static const StatementTemplate templates[SQL_NUM_STATEMENTS] = {
 		"AND NOT " EXPIRED,
 		4, {KEY, TIMESTAMPTZOID, TIMESTAMPTZOID, SHARD}, NEEDS_LEASE_COLUMNS
 	},
+
+	[SQL_ROW] = {
+		ROW_SQL,
+		1, {KEY}, NEEDS_LEASE_COLUMNS
+	},
+	[SQL_SHARDED_ROW] = {
+		ROW_SQL SHARD_IS(2),
+		2, {KEY, SHARD}, NEEDS_LEASE_COLUMNS
+	},
+	[SQL_SHARDED_CLAIM_FULL] = {
+		"INSERT INTO %1$s (%2$s, message_id, fingerprint, token, lease_until, holder_pid, "
+		"holder_started) VALUES ($7, $1, $2, $3, $4, $5, $6) "
+		"ON CONFLICT (%2$s, message_id) DO NOTHING RETURNING message_id, %2$s",
+		7, {KEY, BYTEAOID, INT8OID, TIMESTAMPTZOID, INT4OID, TIMESTAMPTZOID, SHARD},
+		NEEDS_LEASE_COLUMNS
+	},
+	[SQL_SHARDED_RECLAIM] = {
+		RECLAIM_SQL SHARD_IS(9),
+		9, {KEY, BYTEAOID, INT8OID, TIMESTAMPTZOID, INT4OID, TIMESTAMPTZOID,
+		TIMESTAMPTZOID, TIMESTAMPTZOID, SHARD}, NEEDS_LEASE_COLUMNS
+	},
+	[SQL_SHARDED_TAKEOVER] = {
+		TAKEOVER_SQL SHARD_IS(8),
+		8, {KEY, BYTEAOID, INT8OID, TIMESTAMPTZOID, INT4OID, TIMESTAMPTZOID, INT8OID, SHARD},
+		NEEDS_LEASE_COLUMNS
+	},
+	[SQL_SHARDED_FINISH] = {
+		FINISH_SQL SHARD_IS(4),
+		4, {KEY, INT8OID, JSONBOID, SHARD}, NEEDS_LEASE_COLUMNS
+	},
+	[SQL_SHARDED_RELEASE] = {
+		RELEASE_SQL SHARD_IS(3),
+		3, {KEY, INT8OID, SHARD}, NEEDS_LEASE_COLUMNS
+	},
+	[SQL_SHARDED_COMPLETE] = {
+		COMPLETE_SQL SHARD_IS(3),
+		3, {KEY, JSONBOID, SHARD}, NEEDS_LEASE_COLUMNS
+	},
+	[SQL_SHARDED_RESULT] = {
+		RESULT_SQL SHARD_IS(2),
+		2, {KEY, SHARD}, NEEDS_LEASE_COLUMNS
+	},
 };
 
 /* A statement about leases or results needs the columns create_inbox makes. */
@@ -328,4 +392,54 @@ inbox_sql_execute(InboxInfo *inbox, InboxStatement which, Datum *values, const c
 	if (rc < 0)
 		elog(ERROR, "SPI_execute_plan returned %s", SPI_result_code_string(rc));
 	return (int) SPI_processed;
+}
+
+/* The statement an inbox with a shard key runs in place of each: its last $n is the shard key. */
+static const InboxStatement sharded_forms[SQL_NUM_STATEMENTS] = {
+	[SQL_CLAIM] = SQL_SHARDED_CLAIM,
+	[SQL_CLAIM_WINDOW] = SQL_SHARDED_CLAIM_WINDOW,
+	[SQL_CLAIM_MANY] = SQL_SHARDED_CLAIM_MANY,
+	[SQL_CLAIM_MANY_WINDOW] = SQL_SHARDED_CLAIM_MANY_WINDOW,
+	[SQL_EXISTS] = SQL_SHARDED_EXISTS,
+	[SQL_HELD] = SQL_SHARDED_HELD,
+	[SQL_ROW] = SQL_SHARDED_ROW,
+	[SQL_CLAIM_FULL] = SQL_SHARDED_CLAIM_FULL,
+	[SQL_RECLAIM] = SQL_SHARDED_RECLAIM,
+	[SQL_TAKEOVER] = SQL_SHARDED_TAKEOVER,
+	[SQL_FINISH] = SQL_SHARDED_FINISH,
+	[SQL_RELEASE] = SQL_SHARDED_RELEASE,
+	[SQL_COMPLETE] = SQL_SHARDED_COMPLETE,
+	[SQL_RESULT] = SQL_SHARDED_RESULT,
+};
+
+/*
+ * inbox_sql_execute for one claim: values as the statement without a shard key
+ * takes them; with shard (the shard key value of a sharded inbox, NULL for
+ * others) its sharded form runs, the value appended.
+ */
+int
+inbox_sql_execute_key(InboxInfo *inbox, InboxStatement which, const Datum *shard,
+					  Datum *values, const char *nulls)
+{
+	InboxStatement sharded = sharded_forms[which];
+	Datum		all[MAX_PARAMS];
+	char		all_nulls[MAX_PARAMS];
+	int			nargs = templates[which].nargs;
+
+	if ((shard != NULL) != (inbox->shard_attnum != InvalidAttrNumber))
+		elog(ERROR, "a claim of inbox \"%s\" %s", get_rel_name(inbox->relid),
+			 shard ? "has no shard key" : "needs its shard key");
+	if (shard == NULL)
+		return inbox_sql_execute(inbox, which, values, nulls);
+	/* SQL_CLAIM is 0 and has a sharded form: 0 is "none" for the others. */
+	if (sharded == SQL_CLAIM && which != SQL_CLAIM)
+		elog(ERROR, "statement %d has no sharded form", (int) which);
+	memcpy(all, values, nargs * sizeof(Datum));
+	if (nulls)
+		memcpy(all_nulls, nulls, nargs);
+	else
+		memset(all_nulls, ' ', nargs);
+	all[nargs] = *shard;
+	all_nulls[nargs] = ' ';
+	return inbox_sql_execute(inbox, sharded, all, all_nulls);
 }

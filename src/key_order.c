@@ -132,7 +132,7 @@ inbox_claim_in_order(PG_FUNCTION_ARGS)
 	spi_connect();
 	key_order_check_enabled(&call);
 	key_order_lock(call.inbox, key);
-	status = claim_probe_status(call.inbox, call.id, &held);
+	status = claim_probe_status(call.inbox, call.id, NULL, &held);
 	if (status == NULL)
 	{
 		/* A duplicate is a duplicate, blocked key or not. */
@@ -140,7 +140,7 @@ inbox_claim_in_order(PG_FUNCTION_ARGS)
 			status = "blocked";
 		else
 		{
-			status = claim_status_of_insert(call.inbox, call.id);
+			status = claim_status_of_insert(call.inbox, call.id, NULL);
 			/* Applied once this commits: its key is no longer held by it. */
 			if (strcmp(status, "claimed") == 0)
 				failures_execute(&call, "WITH b AS (DELETE FROM %1$s.blocked WHERE " FAILURE_IS ") "

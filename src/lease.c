@@ -23,6 +23,7 @@
 #include "utils/lsyscache.h"
 
 #include "inbox_info.h"
+#include "claim_routed.h"
 #include "claim_row.h"
 #include "fingerprint.h"
 #include "inbox_sql.h"
@@ -82,6 +83,7 @@ typedef struct LeaseAnswer
 typedef struct LeaseRequest
 {
 	Datum		message_id;
+	const Datum *shard;			/* its shard key value, for a sharded inbox */
 	bytea	   *fingerprint;
 	TimestampTz until;
 	bool		session_bound;
@@ -141,10 +143,11 @@ lease_write(FunctionCallInfo fcinfo, InboxInfo *inbox, const LeaseRequest *req,
 	}
 	if (which == SQL_CLAIM_FULL)
 	{
-		if (!claim_row_stored(inbox, req->message_id, inbox_sql_execute(inbox, which, values, nulls)))
+		if (!claim_row_stored(inbox, req->message_id, req->shard,
+							  inbox_sql_execute_key(inbox, which, req->shard, values, nulls)))
 			return false;
 	}
-	else if (inbox_sql_execute(inbox, which, values, nulls) != 1)
+	else if (inbox_sql_execute_key(inbox, which, req->shard, values, nulls) != 1)
 		return false;
 
 	answer->status = LEASE_ACQUIRED;
@@ -174,7 +177,7 @@ acquire_lease(FunctionCallInfo fcinfo, InboxInfo *inbox, const LeaseRequest *req
 		TimestampTz now = GetCurrentTimestamp();
 
 		claim_row_retry(inbox, req->message_id, &retries);
-		claim_row_read(inbox, req->message_id, true, &row);
+		claim_row_read_key(inbox, req->message_id, req->shard, true, &row);
 		switch (row.state)
 		{
 			case ROW_ABSENT:
@@ -269,30 +272,18 @@ bool_arg(FunctionCallInfo fcinfo, int argno, const char *name)
 	return PG_GETARG_BOOL(argno);
 }
 
-PG_FUNCTION_INFO_V1(inbox_acquire);
-Datum
-inbox_acquire(PG_FUNCTION_ARGS)
+/*
+ * A session-bound lease is judged live by looking for its holder among the
+ * backends of the node that reads it.  On a Citus table the lease may be taken
+ * on one node (the coordinator, or a worker in a delegated function) and read
+ * on another, which cannot see that backend: it would be taken over as dead.
+ * And on a worker the holder is one of Citus's cached connections, which
+ * outlive the client as a pooler's do.
+ */
+static void
+check_session_bound(const InboxInfo *inbox)
 {
-	const CallSignature *sig = signature_of_call(fcinfo);
-	InboxInfo  *inbox = registry_lookup(fcinfo, 0, RowExclusiveLock,
-										ACL_INSERT | ACL_SELECT | ACL_UPDATE);
-	LeaseRequest req;
-	LeaseAnswer answer;
-	TupleDesc	tupdesc;
-	Datum		values[3];
-	bool		nulls[3] = {false, false, false};
-
-	registry_check_stored_reads(fcinfo, inbox);
-
-	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
-		elog(ERROR, "acquire must return a row");
-	tupdesc = BlessTupleDesc(tupdesc);
-
-	req.message_id = message_id_from_arg(fcinfo, 1, sig->keytype, inbox);
-	req.until = lease_until(fcinfo, 2);
-	req.fingerprint = fingerprint_arg(fcinfo, 3);
-	req.session_bound = bool_arg(fcinfo, 4, "session_bound");
-	if (req.session_bound && behind_pooler)
+	if (behind_pooler)
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 				 errmsg("session-bound leases cannot be taken through a connection pooler"),
@@ -301,6 +292,46 @@ inbox_acquire(PG_FUNCTION_ARGS)
 						   "still works, so the lease would not end with the client."),
 				 errhint("Acquire without session_bound: the lease then ends at its time, or "
 						 "connect to the server directly.")));
+	if (inbox->distributed)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("session-bound leases are not supported on distributed inbox \"%s\"",
+						get_rel_name(inbox->relid)),
+				 errdetail("A lease's holder is a backend of one node, which the other nodes of "
+						   "a Citus cluster cannot see, and on a worker it is a connection Citus "
+						   "keeps open after its client leaves."),
+				 errhint("Acquire without session_bound: the lease then ends at its time.")));
+}
+
+/* acquire, and acquire_sharded, which takes the shard key before the key. */
+PG_FUNCTION_INFO_V1(inbox_acquire);
+Datum
+inbox_acquire(PG_FUNCTION_ARGS)
+{
+	const CallSignature *sig = signature_of_call(fcinfo);
+	InboxInfo  *inbox = registry_lookup(fcinfo, 0, RowExclusiveLock,
+										ACL_INSERT | ACL_SELECT | ACL_UPDATE);
+	int			argno = sig->keyargno;
+	Datum		shard_value;
+	LeaseRequest req;
+	LeaseAnswer answer;
+	TupleDesc	tupdesc;
+	Datum		values[3];
+	bool		nulls[3] = {false, false, false};
+
+	req.shard = claim_routed_shard_arg(fcinfo, sig, inbox, &shard_value);
+	registry_check_stored_reads(fcinfo, inbox);
+
+	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
+		elog(ERROR, "acquire must return a row");
+	tupdesc = BlessTupleDesc(tupdesc);
+
+	req.message_id = message_id_from_arg(fcinfo, argno, sig->keytype, inbox);
+	req.until = lease_until(fcinfo, argno + 1);
+	req.fingerprint = fingerprint_arg(fcinfo, argno + 2);
+	req.session_bound = bool_arg(fcinfo, argno + 3, "session_bound");
+	if (req.session_bound)
+		check_session_bound(inbox);
 
 	spi_connect();
 	acquire_lease(fcinfo, inbox, &req, &answer);
@@ -356,15 +387,19 @@ report_stale_token(InboxInfo *inbox, Datum message_id, int64 token, const ClaimR
 			 errhint("Another attempt may have run the effect: do not report this one as done.")));
 }
 
+/* finish and finish_sharded; the same for release below. */
 PG_FUNCTION_INFO_V1(inbox_finish);
 Datum
 inbox_finish(PG_FUNCTION_ARGS)
 {
 	const CallSignature *sig = signature_of_call(fcinfo);
 	InboxInfo  *inbox = registry_lookup(fcinfo, 0, RowExclusiveLock, ACL_SELECT | ACL_UPDATE);
-	Datum		id = message_id_from_arg(fcinfo, 1, sig->keytype, inbox);
-	int64		token = token_arg(fcinfo, 2);
-	Jsonb	   *result = PG_ARGISNULL(3) ? NULL : PG_GETARG_JSONB_P(3);
+	int			argno = sig->keyargno;
+	Datum		shard_value;
+	const Datum *shard = claim_routed_shard_arg(fcinfo, sig, inbox, &shard_value);
+	Datum		id = message_id_from_arg(fcinfo, argno, sig->keytype, inbox);
+	int64		token = token_arg(fcinfo, argno + 1);
+	Jsonb	   *result = PG_ARGISNULL(argno + 2) ? NULL : PG_GETARG_JSONB_P(argno + 2);
 	Datum		values[3] = {id, Int64GetDatum(token), PointerGetDatum(result)};
 	char		nulls[3] = {' ', ' ', result ? ' ' : 'n'};
 	ClaimRow	row;
@@ -372,7 +407,7 @@ inbox_finish(PG_FUNCTION_ARGS)
 	registry_check_stored_reads(fcinfo, inbox);
 
 	spi_connect();
-	if (inbox_sql_execute(inbox, SQL_FINISH, values, nulls) == 1)
+	if (inbox_sql_execute_key(inbox, SQL_FINISH, shard, values, nulls) == 1)
 	{
 		SPI_finish();
 		PG_RETURN_VOID();
@@ -380,7 +415,7 @@ inbox_finish(PG_FUNCTION_ARGS)
 	SPI_finish();
 
 	/* A repeated finish (the first one's reply was lost) changes nothing. */
-	claim_row_read(inbox, id, true, &row);
+	claim_row_read_key(inbox, id, shard, true, &row);
 	if (row.state == ROW_PRESENT && row.has_token && row.token == token && !row.leased &&
 		results_equal(row.result, result))
 		PG_RETURN_VOID();
@@ -394,8 +429,10 @@ inbox_release(PG_FUNCTION_ARGS)
 {
 	const CallSignature *sig = signature_of_call(fcinfo);
 	InboxInfo  *inbox = registry_lookup(fcinfo, 0, RowExclusiveLock, ACL_SELECT | ACL_DELETE);
-	Datum		id = message_id_from_arg(fcinfo, 1, sig->keytype, inbox);
-	int64		token = token_arg(fcinfo, 2);
+	Datum		shard_value;
+	const Datum *shard = claim_routed_shard_arg(fcinfo, sig, inbox, &shard_value);
+	Datum		id = message_id_from_arg(fcinfo, sig->keyargno, sig->keytype, inbox);
+	int64		token = token_arg(fcinfo, sig->keyargno + 1);
 	Datum		values[2] = {id, Int64GetDatum(token)};
 	ClaimRow	row;
 	int			released;
@@ -403,12 +440,12 @@ inbox_release(PG_FUNCTION_ARGS)
 	registry_check_stored_reads(fcinfo, inbox);
 
 	spi_connect();
-	released = inbox_sql_execute(inbox, SQL_RELEASE, values, NULL);
+	released = inbox_sql_execute_key(inbox, SQL_RELEASE, shard, values, NULL);
 	SPI_finish();
 	if (released == 1)
 		PG_RETURN_VOID();
 
-	claim_row_read(inbox, id, true, &row);
+	claim_row_read_key(inbox, id, shard, true, &row);
 	report_stale_token(inbox, id, token, &row);
 	PG_RETURN_VOID();			/* not reached */
 }

@@ -483,16 +483,29 @@ registry_check_window_rights(const InboxInfo *inbox)
 }
 
 /*
- * Functions that read a claim's stored columns directly (try_claim, leases,
- * stored results, fingerprints) refuse two kinds of inbox:
- *	- a routed one (a Citus table, whose rows live in shards, or a sharded
- *	  inbox, whose claims are keyed by two columns): they have only the
- *	  one-statement claims of claim_routed.c in this release;
- *	- one where row-level security applies to the caller: they would answer
- *	  from rows a policy hides.
+ * Functions that answer from a claim's stored columns (try_claim, leases, stored
+ * results, fingerprints) refuse an inbox where row-level security applies to
+ * the caller: they would answer from rows a policy hides.
  */
 void
 registry_check_stored_reads(FunctionCallInfo fcinfo, const InboxInfo *inbox)
+{
+	if (check_enable_rls(inbox->relid, InvalidOid, false) == RLS_ENABLED)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("%s() does not support row-level security on inbox \"%s\"",
+						get_func_name(fcinfo->flinfo->fn_oid), get_rel_name(inbox->relid)),
+				 errdetail("It would answer from claims that a policy hides from you."),
+				 errhint("Use claim() or claim_apply(), which apply the policies, or run as the inbox's owner.")));
+}
+
+/*
+ * Poison messages and per-key ordering (failures.c, key_order.c) keep rows of
+ * their own beside a claim, keyed by the message id alone: not for a sharded
+ * or Citus-distributed inbox.
+ */
+void
+registry_check_not_routed(FunctionCallInfo fcinfo, const InboxInfo *inbox)
 {
 	if (inbox->routed)
 		ereport(ERROR,
@@ -501,15 +514,23 @@ registry_check_stored_reads(FunctionCallInfo fcinfo, const InboxInfo *inbox)
 						get_func_name(fcinfo->flinfo->fn_oid),
 						inbox->shard_attnum != InvalidAttrNumber ? "sharded" : "distributed",
 						get_rel_name(inbox->relid)),
-				 errdetail("It reads a claim's stored columns, which on a sharded or Citus-distributed inbox only claims made by one statement support."),
-				 errhint("Use the claim functions: claim(), claim_apply(), claim_many() and their _sharded forms.")));
-	if (check_enable_rls(inbox->relid, InvalidOid, false) == RLS_ENABLED)
-		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("%s() does not support row-level security on inbox \"%s\"",
-						get_func_name(fcinfo->flinfo->fn_oid), get_rel_name(inbox->relid)),
-				 errdetail("It would answer from claims that a policy hides from you."),
-				 errhint("Use claim() or claim_apply(), which apply the policies, or run as the inbox's owner.")));
+				 errdetail("Failures and the order of a key are kept by message id on one node."),
+				 errhint("Count attempts in the consumer, or use an inbox on one node.")));
+}
+
+/* The functions that have a _sharded form, which takes the shard key second. */
+static const char *const sharded_forms[] = {
+	"claim", "claim_apply", "claim_many", "try_claim", "complete", "result",
+	"acquire", "finish", "release"
+};
+
+static bool
+has_sharded_form(const char *name)
+{
+	for (size_t i = 0; i < lengthof(sharded_forms); i++)
+		if (strcmp(name, sharded_forms[i]) == 0)
+			return true;
+	return false;
 }
 
 /*
@@ -526,13 +547,12 @@ registry_check_shard_form(FunctionCallInfo fcinfo, const InboxInfo *inbox, bool 
 	if (sharded == sharded_call)
 		return;
 	name = get_func_name(fcinfo->flinfo->fn_oid);
-	if (sharded && strcmp(name, "claim") != 0 && strcmp(name, "claim_apply") != 0 &&
-		strcmp(name, "claim_many") != 0)
+	if (sharded && !has_sharded_form(name))
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 				 errmsg("%s() does not support sharded inbox \"%s\"", name,
 						get_rel_name(inbox->relid)),
-				 errhint("Use claim_sharded(), claim_apply_sharded() or claim_many_sharded().")));
+				 errhint("The functions with a _sharded form, which takes the shard key value before the id, are claim, claim_apply, claim_many, try_claim, complete, result, acquire, finish and release.")));
 	if (sharded)
 		ereport(ERROR,
 				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
@@ -541,7 +561,9 @@ registry_check_shard_form(FunctionCallInfo fcinfo, const InboxInfo *inbox, bool 
 				 errdetail("Its claims are keyed by (%s, message_id).", inbox->shard_column),
 				 errhint("Call %s_sharded(inbox, %s, %s, ...), which takes the shard key value before the message id.",
 						 name, inbox->shard_column,
-						 strcmp(name, "claim_many") == 0 ? "message_ids" : "message_id")));
+						 strcmp(name, "claim_many") == 0 ? "message_ids" :
+						 (strcmp(name, "acquire") == 0 || strcmp(name, "finish") == 0 ||
+						  strcmp(name, "release") == 0) ? "key" : "message_id")));
 	ereport(ERROR,
 			(errcode(ERRCODE_WRONG_OBJECT_TYPE),
 			 errmsg("inbox \"%s\" has no shard key", get_rel_name(inbox->relid)),

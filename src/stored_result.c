@@ -14,6 +14,7 @@
 #include "utils/timestamp.h"
 
 #include "inbox_info.h"
+#include "claim_routed.h"
 #include "claim_row.h"
 #include "inbox_sql.h"
 #include "message_id.h"
@@ -27,8 +28,11 @@ inbox_complete(PG_FUNCTION_ARGS)
 {
 	const CallSignature *sig = signature_of_call(fcinfo);
 	InboxInfo  *inbox = registry_lookup(fcinfo, 0, RowExclusiveLock, ACL_SELECT | ACL_UPDATE);
-	Datum		id = message_id_from_arg(fcinfo, 1, sig->keytype, inbox);
-	Jsonb	   *result = PG_ARGISNULL(2) ? NULL : PG_GETARG_JSONB_P(2);
+	int			argno = sig->keyargno;
+	Datum		shard_value;
+	const Datum *shard = claim_routed_shard_arg(fcinfo, sig, inbox, &shard_value);
+	Datum		id = message_id_from_arg(fcinfo, argno, sig->keytype, inbox);
+	Jsonb	   *result = PG_ARGISNULL(argno + 1) ? NULL : PG_GETARG_JSONB_P(argno + 1);
 	Datum		values[2] = {id, PointerGetDatum(result)};
 	char		nulls[2] = {' ', result ? ' ' : 'n'};
 	ClaimRow	row;
@@ -39,7 +43,7 @@ inbox_complete(PG_FUNCTION_ARGS)
 	/* An expired claim counts as absent, as everywhere: nothing to complete. */
 	if (inbox->has_retention)
 	{
-		claim_row_read(inbox, id, true, &row);
+		claim_row_read_key(inbox, id, shard, true, &row);
 		present = row.state == ROW_PRESENT &&
 			!claim_row_expired(inbox, &row, GetCurrentTimestamp());
 	}
@@ -48,13 +52,13 @@ inbox_complete(PG_FUNCTION_ARGS)
 		int			stored;
 
 		spi_connect();
-		stored = inbox_sql_execute(inbox, SQL_COMPLETE, values, nulls);
+		stored = inbox_sql_execute_key(inbox, SQL_COMPLETE, shard, values, nulls);
 		SPI_finish();
 		if (stored == 1)
 			PG_RETURN_VOID();
 	}
 
-	claim_row_read(inbox, id, true, &row);
+	claim_row_read_key(inbox, id, shard, true, &row);
 	if (row.state == ROW_PRESENT && (row.leased || row.has_token))
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
@@ -80,11 +84,13 @@ inbox_result(PG_FUNCTION_ARGS)
 {
 	const CallSignature *sig = signature_of_call(fcinfo);
 	InboxInfo  *inbox = registry_lookup(fcinfo, 0, AccessShareLock, ACL_SELECT);
-	Datum		id = message_id_from_arg(fcinfo, 1, sig->keytype, inbox);
+	Datum		shard_value;
+	const Datum *shard = claim_routed_shard_arg(fcinfo, sig, inbox, &shard_value);
+	Datum		id = message_id_from_arg(fcinfo, sig->keyargno, sig->keytype, inbox);
 	Jsonb	   *result = NULL;
 
 	spi_connect();
-	if (inbox_sql_execute(inbox, SQL_RESULT, &id, NULL) == 1)
+	if (inbox_sql_execute_key(inbox, SQL_RESULT, shard, &id, NULL) == 1)
 	{
 		HeapTuple	tuple = SPI_tuptable->vals[0];
 		TupleDesc	desc = SPI_tuptable->tupdesc;
