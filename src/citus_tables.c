@@ -25,12 +25,14 @@
 #include "catalog/namespace.h"
 #include "catalog/pg_namespace.h"
 #include "catalog/pg_type.h"
+#include "executor/spi.h"
 #include "utils/fmgroids.h"
 #include "utils/guc.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
 
 #include "citus_tables.h"
+#include "spi_util.h"
 
 bool
 citus_table(Oid relid)
@@ -98,4 +100,74 @@ citus_triggers_end(int level)
 {
 	if (level > 0)
 		AtEOXact_GUC(true, level);
+}
+
+/*
+ * The name of Citus table relid's distribution column, or NULL for a table
+ * without one (a reference table).  Through SQL, as Citus keeps it as a node.
+ */
+char *
+citus_distribution_column(Oid relid)
+{
+	Oid			argtypes[1] = {OIDOID};
+	Datum		values[1] = {ObjectIdGetDatum(relid)};
+	char	   *column = NULL;
+
+	spi_connect();
+	if (SPI_execute_with_args("SELECT pg_catalog.column_to_column_name(logicalrelid, partkey) "
+							  "FROM pg_catalog.pg_dist_partition "
+							  "WHERE logicalrelid OPERATOR(pg_catalog.=) $1",
+							  1, argtypes, values, NULL, true, 1) != SPI_OK_SELECT)
+		elog(ERROR, "could not read the distribution column of relation %u", relid);
+	if (SPI_processed == 1)
+	{
+		char	   *name = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
+
+		if (name != NULL)
+		{
+			column = SPI_palloc(strlen(name) + 1);
+			strcpy(column, name);
+		}
+	}
+	SPI_finish();
+	return column;
+}
+
+/*
+ * The shard of Citus table relid that holds distribution column value (of
+ * type, NULL for a reference table), when this node holds a placement of it:
+ * inside a function Citus delegated to the worker holding the row.  InvalidOid
+ * where it does not (the coordinator, or another worker), or where the shard has
+ * been dropped here (a placement being moved away keeps its metadata until the
+ * move ends, and Citus's own statements still go to it then).
+ */
+Oid
+citus_local_shard(Oid relid, Datum value, Oid type, bool isnull)
+{
+	Oid			argtypes[2] = {OIDOID, isnull ? TEXTOID : type};
+	Datum		values[2] = {ObjectIdGetDatum(relid), value};
+	char		nulls[2] = {' ', isnull ? 'n' : ' '};
+	Oid			shard = InvalidOid;
+
+	spi_connect();
+	if (SPI_execute_with_args("SELECT pg_catalog.to_regclass(pg_catalog.shard_name($1, s.shardid, false)) "
+							  "FROM (SELECT pg_catalog.get_shard_id_for_distribution_column($1, $2) "
+							  "AS shardid) AS s "
+							  "WHERE EXISTS (SELECT FROM pg_catalog.pg_dist_placement AS p "
+							  "WHERE p.shardid OPERATOR(pg_catalog.=) s.shardid "
+							  "AND p.groupid OPERATOR(pg_catalog.=) "
+							  "(SELECT groupid FROM pg_catalog.pg_dist_local_group))",
+							  2, argtypes, values, nulls, true, 1) != SPI_OK_SELECT)
+		elog(ERROR, "could not look up the shard of relation %u", relid);
+	if (SPI_processed == 1)
+	{
+		bool		shard_null;
+		Datum		found = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1,
+										  &shard_null);
+
+		if (!shard_null)
+			shard = DatumGetObjectId(found);
+	}
+	SPI_finish();
+	return shard;
 }

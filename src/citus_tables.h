@@ -6,6 +6,8 @@
 #define INBOX_CITUS_TABLES_H
 
 extern bool citus_table(Oid relid);
+extern char *citus_distribution_column(Oid relid);
+extern Oid	citus_local_shard(Oid relid, Datum value, Oid type, bool isnull);
 extern int	citus_triggers_begin(Oid relid);
 extern void citus_triggers_end(int level);
 

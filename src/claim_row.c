@@ -29,6 +29,7 @@
 #include "compat.h"
 #include "inbox_info.h"
 #include "claim_row.h"
+#include "citus_tables.h"
 #include "direct_access.h"
 #include "inbox_sql.h"
 #include "message_id.h"
@@ -77,7 +78,7 @@ copy_columns(const AttrNumber *attnums, TupleTableSlot *slot, ClaimRow *row)
 
 typedef struct ColumnsArg
 {
-	const InboxInfo *inbox;
+	const AttrNumber *columns;	/* attnums in the relation read, by InboxColumn */
 	ClaimRow   *row;
 } ColumnsArg;
 
@@ -86,7 +87,7 @@ copy_present_columns(TupleTableSlot *slot, void *arg)
 {
 	ColumnsArg *c = arg;
 
-	copy_columns(c->inbox->columns, slot, c->row);
+	copy_columns(c->columns, slot, c->row);
 }
 
 /* What claim_row_quarantined needs of a present row, and nothing else. */
@@ -96,9 +97,9 @@ copy_quarantine_columns(TupleTableSlot *slot, void *arg)
 	ColumnsArg *c = arg;
 	Datum		value;
 
-	c->row->claimed_at = column_value(c->inbox->columns, slot, COL_CLAIMED_AT, &value) ?
+	c->row->claimed_at = column_value(c->columns, slot, COL_CLAIMED_AT, &value) ?
 		DatumGetTimestampTz(value) : DT_NOBEGIN;
-	c->row->leased = column_value(c->inbox->columns, slot, COL_LEASE_UNTIL, &value);
+	c->row->leased = column_value(c->columns, slot, COL_LEASE_UNTIL, &value);
 }
 
 /*
@@ -138,32 +139,78 @@ claim_row_select(InboxInfo *inbox, Datum message_id, const Datum *shard, ClaimRo
 }
 
 /*
- * The claim of one id, as direct_access_dirty_lookup sees it: in the inbox, by
- * (shard key, message id) for one with a shard key.  copy: also copy the row's
- * columns, for a present row.  The caller has locked the inbox.
+ * Where a Citus table's claim of the id is read directly: its shard, when this
+ * node holds it (in a function Citus delegated here), with the columns' attnums
+ * there (a shard is made without the table's dropped columns); else InvalidOid.
+ */
+static Oid
+local_shard(InboxInfo *inbox, Datum message_id, const Datum *shard, AttrNumber *columns)
+{
+	char	   *column = citus_distribution_column(inbox->relid);
+	Oid			relid;
+
+	if (column == NULL)
+		relid = citus_local_shard(inbox->relid, (Datum) 0, InvalidOid, true);
+	else if (shard != NULL && get_attnum(inbox->relid, column) == inbox->shard_attnum)
+		relid = citus_local_shard(inbox->relid, *shard, inbox->shard_type, false);
+	else if (get_attnum(inbox->relid, column) == inbox->key_attnum)
+		relid = citus_local_shard(inbox->relid, message_id, inbox->keytype, false);
+	else
+		return InvalidOid;
+	if (!OidIsValid(relid))
+		return InvalidOid;
+	for (int c = 0; c < INBOX_NUM_COLUMNS; c++)
+		columns[c] = inbox->columns[c] == InvalidAttrNumber ? InvalidAttrNumber :
+			get_attnum(relid, inbox_sql_column_names[c]);
+	return relid;
+}
+
+/*
+ * The claim of one id, as direct_access_dirty_lookup sees it: in the inbox, or
+ * in the shard of a Citus table that this node holds, by (shard key, message id)
+ * for an inbox with a shard key; a Citus table's claim held elsewhere is read by
+ * a statement (claim_row_select).  copy: also copy the row's columns, for a
+ * present row.  The caller has locked the inbox.
  */
 static void
 claim_row_lookup(InboxInfo *inbox, Datum message_id, const Datum *shard,
 				 void (*copy) (TupleTableSlot *, void *), ClaimRow *row)
 {
+	Oid			relid = inbox->relid;
+	Oid			pkindex = inbox->pkindex;
+	AttrNumber	shard_columns[INBOX_NUM_COLUMNS];
 	Relation	heap;
 	Relation	index;
 	ScanKeyData keys[2];
 	int			nkeys = 0;
-	ColumnsArg	arg = {inbox, row};
+	ColumnsArg	arg = {inbox->columns, row};
 
-	if (inbox->distributed)
-	{
-		claim_row_select(inbox, message_id, shard, row);
-		return;
-	}
 	if ((shard != NULL) != (inbox->shard_attnum != InvalidAttrNumber))
 		elog(ERROR, "a claim of inbox \"%s\" read %s a shard key", get_rel_name(inbox->relid),
 			 shard ? "with" : "without");
+	if (inbox->distributed)
+	{
+		relid = local_shard(inbox, message_id, shard, shard_columns);
+		if (!OidIsValid(relid))
+		{
+			claim_row_select(inbox, message_id, shard, row);
+			return;
+		}
+		arg.columns = shard_columns;
+	}
 
-	heap = table_open(inbox->relid, NoLock);
-	index = index_open(inbox->pkindex, AccessShareLock);
+	/* The shard, unlike the inbox, is not locked yet: as Citus's statements lock it. */
+	heap = table_open(relid, relid == inbox->relid ? NoLock : RowExclusiveLock);
+	if (relid != inbox->relid)
+		pkindex = compat_immediate_primary_key(heap);
+	if (!OidIsValid(pkindex))
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("shard \"%s\" of inbox \"%s\" has no primary key",
+						RelationGetRelationName(heap), get_rel_name(inbox->relid))));
+	index = index_open(pkindex, AccessShareLock);
 	memset(row, 0, sizeof(ClaimRow));
+	row->relid = relid;
 	/* The primary key of a sharded inbox is (shard key, message_id). */
 	if (shard != NULL)
 	{
@@ -209,7 +256,7 @@ claim_row_read_for_claim(InboxInfo *inbox, Datum message_id, ClaimRow *row)
 void
 claim_row_wait(InboxInfo *inbox, const ClaimRow *row)
 {
-	Relation	heap = table_open(inbox->relid, NoLock);
+	Relation	heap = table_open(OidIsValid(row->relid) ? row->relid : inbox->relid, NoLock);
 	ItemPointerData tid = row->tid;
 
 	direct_access_wait(heap, &row->wait, &tid);

@@ -17,6 +17,7 @@
 typedef struct ClaimRow
 {
 	RowState	state;
+	Oid			relid;			/* where it was read: the inbox, or a shard of it */
 	DirtyWait	wait;
 	ItemPointerData tid;
 	/* The columns below are read only when asked for, and only when present. */
