@@ -1,0 +1,318 @@
+# try_claim, fingerprints, stored results and leases of a sharded inbox on Citus (a
+# coordinator and two workers): the _sharded forms give the one-node answers through
+# the coordinator and inside functions delegated to the workers, where they never
+# wait for another transaction's claim; and, under a load of payments (try_claim,
+# the effect and complete in one transaction) and charges (acquire, the effect and
+# finish), a worker killed with kill -9 and shards moved in both transfer modes end
+# with every payment and every charge applied exactly once, each with its result.
+
+use strict;
+use warnings;
+use FindBin;
+use lib "$FindBin::RealBin/..";
+use CitusCluster;
+use IPC::Run;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+
+my ($coordinator, @workers) = CitusCluster::start(workers => 2);
+my $c = $coordinator;
+
+$c->safe_psql(
+	'postgres', q{
+CREATE EXTENSION idempotent_inbox;
+SELECT inbox.create_sharded_inbox('keys', 'account', 'bigint', 'text', retention => '1 day');
+SELECT create_distributed_table('keys', 'account', shard_count => 4);
+CREATE TABLE accounts (account bigint PRIMARY KEY, balance bigint NOT NULL DEFAULT 0);
+SELECT create_distributed_table('accounts', 'account', colocate_with => 'keys');
+CREATE TABLE charges (account bigint NOT NULL, key text NOT NULL, amount bigint NOT NULL);
+SELECT create_distributed_table('charges', 'account', colocate_with => 'keys');
+});
+
+sub q1 { return $c->safe_psql('postgres', $_[0]); }
+
+sub sqlstate_of
+{
+	my ($sql) = @_;
+	my ($rc, $out, $err) = $c->psql('postgres', "\\set VERBOSITY verbose\n$sql");
+	return $err =~ /ERROR:\s+([0-9A-Z]{5})/ ? $1 : "no error ($out)";
+}
+
+# ---------------------------------------------------------------------------
+# 1. Every answer, through the coordinator.
+# ---------------------------------------------------------------------------
+
+is( q1(q{SELECT inbox.try_claim_sharded('keys', 1, 'm1') || ',' || inbox.try_claim_sharded('keys', 1, 'm1')
+	      || ',' || inbox.try_claim_sharded('keys', 2, 'm1')}),
+	'claimed,duplicate,claimed', 'try_claim_sharded: claimed, duplicate, another shard key');
+is( q1(q{SELECT inbox.claim_sharded('keys', 1, 'f1', '\x01'::bytea)::text || ','
+	      || inbox.claim_sharded('keys', 1, 'f1', '\x01'::bytea)::text}),
+	'true,false', 'a fingerprinted claim, and its duplicate with the same payload');
+is(sqlstate_of(q{SELECT inbox.claim_sharded('keys', 1, 'f1', '\x02'::bytea)}),
+	'22I01', 'the same key with another payload is an error');
+q1(q{BEGIN; SELECT inbox.claim_sharded('keys', 3, 'r1');
+     SELECT inbox.complete_sharded('keys', 3, 'r1', '{"receipt": 7}'); COMMIT;});
+is( q1(q{SELECT inbox.result_sharded('keys', 3, 'r1')::text || ',' || coalesce(inbox.result_sharded('keys', 4, 'r1')::text, '-')}),
+	'{"receipt": 7},-', 'complete_sharded and result_sharded, per (shard key, id)');
+is(sqlstate_of(q{SELECT inbox.complete_sharded('keys', 4, 'r1', '{}')}),
+	'55000', 'complete_sharded of an id not claimed');
+
+is(q1(q{SELECT status FROM inbox.acquire_sharded('keys', 5, 'k1', '1 minute')}), 'acquired',
+	'acquire_sharded');
+my $token = q1(q{SELECT token FROM keys WHERE account = 5 AND message_id = 'k1'});
+is(q1(q{SELECT status FROM inbox.acquire_sharded('keys', 5, 'k1', '1 minute')}), 'in_progress',
+	'a live lease is in progress');
+q1("SELECT inbox.finish_sharded('keys', 5, 'k1', $token, '{\"done\": 1}')");
+is( q1(q{SELECT status || ',' || result FROM inbox.acquire_sharded('keys', 5, 'k1', '1 minute')}),
+	'completed,{"done": 1}', 'finished: completed with the stored result');
+is(sqlstate_of("SELECT inbox.finish_sharded('keys', 6, 'k1', $token, NULL)"),
+	'55I01', 'a token of another shard key value is stale');
+q1(q{SELECT status FROM inbox.acquire_sharded('keys', 5, 'k2', '1 second')});
+my $old = q1(q{SELECT token FROM keys WHERE account = 5 AND message_id = 'k2'});
+sleep 2;
+is( q1(qq{SELECT status || ',' || (token > $old) FROM inbox.acquire_sharded('keys', 5, 'k2', '1 minute')}),
+	'acquired,true', 'a lease whose time is up is taken over with a higher token');
+is(sqlstate_of("SELECT inbox.release_sharded('keys', 5, 'k2', $old)"), '55I01',
+	'the old token is fenced off');
+$token = q1(q{SELECT token FROM keys WHERE account = 5 AND message_id = 'k2'});
+q1("SELECT inbox.release_sharded('keys', 5, 'k2', $token)");
+is(q1(q{SELECT count(*) FROM keys WHERE account = 5 AND message_id = 'k2'}), '0',
+	'release_sharded forgets the attempt');
+is( sqlstate_of(q{SELECT * FROM inbox.acquire_sharded('keys', 5, 'k3', '1 minute', session_bound => true)}),
+	'0A000', 'session-bound leases are refused on a distributed inbox');
+is(sqlstate_of(q{SELECT inbox.try_claim('keys', 'm1')}), '42809',
+	'the plain forms do not name a claim of a sharded inbox');
+is(q1(q{SELECT pg_relation_size('keys')}), '0', 'the shell stayed empty');
+
+# ---------------------------------------------------------------------------
+# 2. Delegated to the worker holding the shard key: one remote command, the same
+#    answers, and no wait for another transaction's claim.
+# ---------------------------------------------------------------------------
+
+q1(q{
+CREATE FUNCTION pay(acc bigint, id text, amount bigint) RETURNS text LANGUAGE plpgsql AS $$
+DECLARE
+    status text := inbox.try_claim_sharded('keys', acc, id);
+BEGIN
+    IF status = 'claimed' THEN
+        INSERT INTO accounts VALUES (acc, amount)
+            ON CONFLICT (account) DO UPDATE SET balance = accounts.balance + amount;
+        PERFORM inbox.complete_sharded('keys', acc, id, jsonb_build_object('paid', amount));
+    END IF;
+    RETURN status;
+END $$;
+CREATE FUNCTION charge(acc bigint, key text, amount bigint) RETURNS text LANGUAGE plpgsql AS $$
+DECLARE
+    lease record;
+BEGIN
+    SELECT * INTO lease FROM inbox.acquire_sharded('keys', acc, key, '1 minute',
+                                                   inbox.fingerprint(jsonb_build_object('amount', amount)));
+    IF lease.status = 'acquired' THEN
+        INSERT INTO charges VALUES (acc, key, amount);
+        PERFORM inbox.finish_sharded('keys', acc, key, lease.token, jsonb_build_object('charged', amount));
+    END IF;
+    RETURN lease.status;
+END $$;
+SELECT create_distributed_function('pay(bigint,text,bigint)', 'acc', colocate_with := 'keys');
+SELECT create_distributed_function('charge(bigint,text,bigint)', 'acc', colocate_with := 'keys');
+-- The same bodies, not distributed: run on the coordinator, their statements routed.
+CREATE FUNCTION pay_routed(acc bigint, id text, amount bigint) RETURNS text LANGUAGE plpgsql AS $$
+DECLARE
+    status text := inbox.try_claim_sharded('keys', acc, id);
+BEGIN
+    IF status = 'claimed' THEN
+        INSERT INTO accounts VALUES (acc, amount)
+            ON CONFLICT (account) DO UPDATE SET balance = accounts.balance + amount;
+        PERFORM inbox.complete_sharded('keys', acc, id, jsonb_build_object('paid', amount));
+    END IF;
+    RETURN status;
+END $$;
+CREATE FUNCTION charge_routed(acc bigint, key text, amount bigint) RETURNS text LANGUAGE plpgsql AS $$
+DECLARE
+    lease record;
+BEGIN
+    SELECT * INTO lease FROM inbox.acquire_sharded('keys', acc, key, '1 minute',
+                                                   inbox.fingerprint(jsonb_build_object('amount', amount)));
+    IF lease.status = 'acquired' THEN
+        INSERT INTO charges VALUES (acc, key, amount);
+        PERFORM inbox.finish_sharded('keys', acc, key, lease.token, jsonb_build_object('charged', amount));
+    END IF;
+    RETURN lease.status;
+END $$;
+});
+my (undef, undef, $err) = $c->psql('postgres',
+	q{SET citus.log_remote_commands = on; SET client_min_messages = log;
+	  SELECT pay(10, 'p0', 5)});
+my @issued = $err =~ /issuing (.*?)\n/g;
+is(scalar(@issued), 1, 'a delegated call is one remote command');
+like($issued[0] // '', qr/pay\(/, 'that command is the call itself');
+is( join(',', map { q1("SELECT $_") } (q{pay(10, 'p0', 5)}, q{charge(10, 'c0', 3)}, q{charge(10, 'c0', 3)})),
+	'duplicate,acquired,completed', 'inside delegated functions: the same answers');
+is(sqlstate_of(q{SELECT charge(10, 'c0', 4)}), '22I01',
+	'a delegated acquire compares fingerprints');
+
+# Another session holds an uncommitted claim and an uncommitted lease.
+my $holder = $c->background_psql('postgres');
+$holder->query_safe(q{BEGIN; SELECT inbox.claim_sharded('keys', 20, 'held');
+	SELECT status FROM inbox.acquire_sharded('keys', 20, 'leased', '1 minute')});
+q1(q{CREATE FUNCTION try_it(acc bigint, id text) RETURNS text LANGUAGE plpgsql AS $$
+     BEGIN RETURN inbox.try_claim_sharded('keys', acc, id); END $$;
+     SELECT create_distributed_function('try_it(bigint,text)', 'acc', colocate_with := 'keys');});
+# (Citus delegates a call that is the whole of its SELECT, so one call a statement.)
+is( join(',', map { $c->safe_psql('postgres', "SET statement_timeout = '5s'; SELECT $_") }
+		  (q{try_it(20, 'held')}, q{charge(20, 'leased', 1)}, q{try_it(20, 'free')})),
+	'in_progress,in_progress,claimed',
+	'delegated: an uncommitted claim or lease is in progress, answered without waiting');
+is(sqlstate_of(q{SET statement_timeout = '1s'; SELECT inbox.try_claim_sharded('keys', 20, 'held')}),
+	'57014', 'through the coordinator try_claim_sharded waits for it (cancelled here)');
+$holder->query_safe('COMMIT');
+$holder->quit;
+is(q1(q{SELECT try_it(20, 'held')}) . ',' . q1(q{SELECT inbox.try_claim_sharded('keys', 20, 'held')}),
+	'duplicate,duplicate', 'once it commits, a duplicate on both paths');
+
+# ---------------------------------------------------------------------------
+# 3. Faults under load: per account, payments p1..p3 of 1, 10 and 100 and charges
+#    c1, c2 of 1000 and 10000, delivered by psql scripts through the coordinator, half
+#    to the delegated functions, half to the routed ones.  A delivery is acknowledged
+#    when it was answered (not in_progress); every message is redelivered anyway.
+# ---------------------------------------------------------------------------
+
+sub messages_of
+{
+	my ($first, $last) = @_;
+	return map {
+		my $a = $_;
+		((map { [ $a, 'pay', "p$_", 10**($_ - 1) ] } 1 .. 3),
+			(map { [ $a, 'charge', "c$_", 10**($_ + 2) ] } 1 .. 2))
+	} $first .. $last;
+}
+
+sub message_name { return join ' ', @{ $_[0] }[ 0 .. 2 ]; }
+
+sub script_of
+{
+	my $i = 0;
+	return join '', map {
+		my ($a, $kind, $id, $amount) = @$_;
+		my $fn = $kind . ($i++ % 2 ? '_routed' : '');
+		"\\echo '#" . message_name($_) . "'\nSELECT $fn($a, '$id', $amount);\n"
+	} @_;
+}
+
+sub psql_command
+{
+	return [ 'psql', '-XAtq', '-h', $c->host, '-p', $c->port, '-d', 'postgres', '-f', '-' ];
+}
+
+sub ack_output
+{
+	my ($stdout) = @_;
+	my ($message, %acked);
+	foreach my $line (split /\n/, $stdout)
+	{
+		if ($line =~ /^#(\d+ \w+ \w+)$/) { $message = $1; next; }
+		next unless defined $message;
+		$acked{$message} = 1 unless $line eq 'in_progress';
+		undef $message;
+	}
+	return %acked;
+}
+
+my $scripts = 0;
+sub start_script
+{
+	my $base = "$PostgreSQL::Test::Utils::tmp_check/stored_" . $scripts++;
+	PostgreSQL::Test::Utils::append_to_file("$base.sql", script_of(@_));
+	return ($base, IPC::Run::start(psql_command(), '<', "$base.sql", '>', "$base.out",
+			'2>', "$base.err"));
+}
+sub finish_script
+{
+	my ($base, $run) = @_;
+	$run->finish;
+	my %acked = ack_output(PostgreSQL::Test::Utils::slurp_file("$base.out"));
+	return (PostgreSQL::Test::Utils::slurp_file("$base.err"), \%acked);
+}
+
+sub deliver_all
+{
+	my @pending = @_;
+	for (my $round = 0; @pending && $round < 10; $round++)
+	{
+		my (undef, $acked) = finish_script(start_script(@pending));
+		@pending = grep { !$acked->{ message_name($_) } } @pending;
+	}
+	note scalar(@pending) . ' messages never acknowledged' if @pending;
+}
+
+# Every account as one application of each message leaves it.
+sub check_accounts
+{
+	my ($first, $last, $what) = @_;
+	is( q1("SELECT string_agg(account || ':' || balance, ',' ORDER BY account)
+	          FROM accounts WHERE account BETWEEN $first AND $last"),
+		join(',', map { "$_:111" } $first .. $last),
+		"$what: every payment applied once");
+	is( q1("SELECT count(*) || ',' || count(DISTINCT (account, key)) || ',' || sum(amount)
+	          FROM charges WHERE account BETWEEN $first AND $last"),
+		join(',', 2 * ($last - $first + 1), 2 * ($last - $first + 1), 11000 * ($last - $first + 1)),
+		"$what: every charge made once");
+	is( q1("SELECT count(*) FROM keys WHERE account BETWEEN $first AND $last
+	          AND result IS NOT NULL AND lease_until IS NULL"),
+		5 * ($last - $first + 1), "$what: every message has its result, no lease left running");
+}
+
+# 3a. kill -9 of a worker while a script delivers.
+my @load = messages_of(100, 299);
+my @script = start_script(@load);
+my $victim = $workers[0];
+$c->poll_query_until('postgres', q{SELECT count(*) > 20 FROM accounts WHERE account >= 100})
+  or die 'the load never started';
+$victim->kill9;
+my ($err_k) = finish_script(@script);
+note 'errors while the worker was down: ' . scalar(() = $err_k =~ /ERROR|FATAL/g);
+ok($err_k =~ /ERROR|FATAL/, 'deliveries failed while the worker was down (the kill came mid-load)');
+CitusCluster::restart_killed($victim);
+deliver_all(@load);
+deliver_all(reverse @load);
+check_accounts(100, 299, 'after kill -9 of a worker and redelivery');
+
+# 3b. Shard moves, in both transfer modes, while deliveries run.
+my $round = 0;
+foreach my $mode (qw(block_writes force_logical))
+{
+	my ($shard, $src_port) = split /\|/, q1(
+		"SELECT shardid, nodeport FROM citus_shards WHERE table_name = 'keys'::regclass
+		  ORDER BY shardid LIMIT 1");
+	my ($src) = grep { $_->port == $src_port } @workers;
+	my ($dst) = grep { $_->port != $src_port } @workers;
+	my $mover = $c->background_psql('postgres', on_error_stop => 0);
+	$mover->{stdin} .= sprintf(
+		"SELECT citus_move_shard_placement(%d, '%s', %d, '%s', %d, shard_transfer_mode => '%s');\n"
+		  . "\\echo '#moved'\n",
+		$shard, $src->host, $src->port, $dst->host, $dst->port, $mode);
+	$mover->{timeout}->start;
+	$mover->{run}->pump_nb;
+	my $first = 1000 + 100 * $round++;
+	my $next = $first;
+	do
+	{
+		deliver_all(messages_of($next, $next + 4));
+		$next += 5;
+		$mover->{run}->pump_nb;
+	} while ($mover->{stdout} !~ /#moved/ && $next < $first + 90);
+	$mover->{run}->pump until $mover->{stdout} =~ /#moved/ || $mover->{timeout}->is_expired;
+	note "the $mode move: stdout $mover->{stdout}, stderr $mover->{stderr}, "
+	  . ($next - $first) / 5 . ' rounds';
+	unlike($mover->{stderr}, qr/ERROR/, "the $mode move succeeds while consumers deliver");
+	$mover->quit;
+	is(q1("SELECT nodeport FROM citus_shards WHERE shardid = $shard"), $dst->port,
+		"the $mode move put the shard on the other worker");
+	my @all = messages_of($first, $next - 1);
+	deliver_all(reverse @all);
+	check_accounts($first, $next - 1, "around a $mode shard move");
+}
+
+$_->stop for ($coordinator, @workers);
+done_testing();
