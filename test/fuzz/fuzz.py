@@ -558,12 +558,19 @@ SHARDED_REENTRY = [
     ("delete_others", "DELETE FROM fz.rs WHERE message_id <> NEW.message_id"),
     ("plain_claim", "PERFORM inbox.claim('fz.rs', NEW.message_id)"),
     ("update_own_shard_key", "UPDATE fz.rs SET acct = acct + 1000 WHERE message_id = NEW.message_id"),
+    ("try_claim_nested", "PERFORM inbox.try_claim_sharded('fz.rs', NEW.acct, NEW.message_id || '-t')"),
+    ("acquire_same", "PERFORM inbox.acquire_sharded('fz.rs', NEW.acct, NEW.message_id, '1 minute')"),
+    ("result_same", "PERFORM inbox.result_sharded('fz.rs', NEW.acct, NEW.message_id)"),
+    ("complete_same", "PERFORM inbox.complete_sharded('fz.rs', NEW.acct, NEW.message_id, '{}')"),
 ]
 SHARDED_REENTRY_CALLS = [
     "SELECT inbox.claim_sharded('fz.rs', 1, 'a'), inbox.claim_sharded('fz.rs', 2, 'a')",
     "SELECT * FROM inbox.claim_many_sharded('fz.rs', 1, ARRAY['a', 'b', 'c'])",
     "SELECT inbox.claim_apply_sharded('fz.rs', 1, 'a', 'SELECT 1'), inbox.claim_apply_sharded('fz.rs', 1, 'b', 'SELECT 1')",
     "SELECT inbox.claim_sharded('fz.rs', 1, 'a'), inbox.claim_sharded('fz.rs', 1, 'a')",
+    "SELECT inbox.try_claim_sharded('fz.rs', 1, 'a'), inbox.try_claim_sharded('fz.rs', 1, 'a')",
+    "SELECT status FROM inbox.acquire_sharded('fz.rs', 1, 'a', '1 minute')",
+    "SELECT inbox.claim_sharded('fz.rs', 1, 'a', '\\x01'::bytea), inbox.claim_sharded('fz.rs', 1, 'a', '\\x01'::bytea)",
 ]
 
 DEDUP_TRIGGERS = [

@@ -1,5 +1,5 @@
 -- Sharded inboxes (0.3), as a contract: the signatures of create_sharded_inbox and
--- the _sharded claim functions, who may call them, the registry's shard_key, and
+-- the _sharded functions (claims, try_claim, stored results, leases), who may call them, the registry's shard_key, and
 -- the shape of a sharded inbox table (the primary key Citus needs, the marker
 -- constraint Citus copies to its workers).
 --
@@ -7,7 +7,7 @@
 -- Everything below, the role included, is rolled back.
 
 BEGIN;
-SELECT plan(54);
+SELECT plan(117);
 
 SET LOCAL search_path = public;
 
@@ -35,9 +35,51 @@ INSERT INTO api VALUES
   ('claim_many_sharded', '{regclass,"\"any\"",uuid[]}', 'setof uuid',
    'inbox regclass, shard_key "any", message_ids uuid[]'),
   ('claim_many_sharded', '{regclass,"\"any\"",bigint[]}', 'setof bigint',
-   'inbox regclass, shard_key "any", message_ids bigint[]');
+   'inbox regclass, shard_key "any", message_ids bigint[]'),
+  ('acquire_sharded', '{regclass,"\"any\"",bigint,interval,bytea,boolean}', 'record',
+   'inbox regclass, shard_key "any", key bigint, lease interval, fingerprint bytea DEFAULT NULL::bytea, session_bound boolean DEFAULT false, OUT status inbox.lease_status, OUT token bigint, OUT result jsonb'),
+  ('acquire_sharded', '{regclass,"\"any\"",text,interval,bytea,boolean}', 'record',
+   'inbox regclass, shard_key "any", key text, lease interval, fingerprint bytea DEFAULT NULL::bytea, session_bound boolean DEFAULT false, OUT status inbox.lease_status, OUT token bigint, OUT result jsonb'),
+  ('acquire_sharded', '{regclass,"\"any\"",uuid,interval,bytea,boolean}', 'record',
+   'inbox regclass, shard_key "any", key uuid, lease interval, fingerprint bytea DEFAULT NULL::bytea, session_bound boolean DEFAULT false, OUT status inbox.lease_status, OUT token bigint, OUT result jsonb'),
+  ('claim_sharded', '{regclass,"\"any\"",bigint,bytea}', 'boolean',
+   'inbox regclass, shard_key "any", message_id bigint, fingerprint bytea'),
+  ('claim_sharded', '{regclass,"\"any\"",text,bytea}', 'boolean',
+   'inbox regclass, shard_key "any", message_id text, fingerprint bytea'),
+  ('claim_sharded', '{regclass,"\"any\"",uuid,bytea}', 'boolean',
+   'inbox regclass, shard_key "any", message_id uuid, fingerprint bytea'),
+  ('complete_sharded', '{regclass,"\"any\"",bigint,jsonb}', 'void',
+   'inbox regclass, shard_key "any", message_id bigint, result jsonb'),
+  ('complete_sharded', '{regclass,"\"any\"",text,jsonb}', 'void',
+   'inbox regclass, shard_key "any", message_id text, result jsonb'),
+  ('complete_sharded', '{regclass,"\"any\"",uuid,jsonb}', 'void',
+   'inbox regclass, shard_key "any", message_id uuid, result jsonb'),
+  ('finish_sharded', '{regclass,"\"any\"",bigint,bigint,jsonb}', 'void',
+   'inbox regclass, shard_key "any", key bigint, token bigint, result jsonb'),
+  ('finish_sharded', '{regclass,"\"any\"",text,bigint,jsonb}', 'void',
+   'inbox regclass, shard_key "any", key text, token bigint, result jsonb'),
+  ('finish_sharded', '{regclass,"\"any\"",uuid,bigint,jsonb}', 'void',
+   'inbox regclass, shard_key "any", key uuid, token bigint, result jsonb'),
+  ('release_sharded', '{regclass,"\"any\"",bigint,bigint}', 'void',
+   'inbox regclass, shard_key "any", key bigint, token bigint'),
+  ('release_sharded', '{regclass,"\"any\"",text,bigint}', 'void',
+   'inbox regclass, shard_key "any", key text, token bigint'),
+  ('release_sharded', '{regclass,"\"any\"",uuid,bigint}', 'void',
+   'inbox regclass, shard_key "any", key uuid, token bigint'),
+  ('result_sharded', '{regclass,"\"any\"",bigint}', 'jsonb',
+   'inbox regclass, shard_key "any", message_id bigint'),
+  ('result_sharded', '{regclass,"\"any\"",text}', 'jsonb',
+   'inbox regclass, shard_key "any", message_id text'),
+  ('result_sharded', '{regclass,"\"any\"",uuid}', 'jsonb',
+   'inbox regclass, shard_key "any", message_id uuid'),
+  ('try_claim_sharded', '{regclass,"\"any\"",bigint}', 'inbox.claim_status',
+   'inbox regclass, shard_key "any", message_id bigint'),
+  ('try_claim_sharded', '{regclass,"\"any\"",text}', 'inbox.claim_status',
+   'inbox regclass, shard_key "any", message_id text'),
+  ('try_claim_sharded', '{regclass,"\"any\"",uuid}', 'inbox.claim_status',
+   'inbox regclass, shard_key "any", message_id uuid');
 
--- 13 x 3: existence, return type, argument names and defaults
+-- 34 x 3: existence, return type, argument names and defaults
 SELECT has_function('inbox', fname, args) FROM api ORDER BY fname, args;
 SELECT function_returns('inbox', fname, args, returns) FROM api ORDER BY fname, args;
 SELECT is(pg_get_function_arguments(p.oid), a.arguments,
@@ -53,7 +95,9 @@ SELECT is(array_agg(p.oid::regprocedure::text ORDER BY 1), NULL,
           'the sharded functions are volatile, run with the caller''s rights, and PUBLIC may call them')
   FROM pg_proc p
  WHERE p.pronamespace = 'inbox'::regnamespace
-   AND p.proname IN ('create_sharded_inbox', 'claim_sharded', 'claim_apply_sharded', 'claim_many_sharded')
+   AND p.proname IN ('create_sharded_inbox', 'claim_sharded', 'claim_apply_sharded', 'claim_many_sharded',
+                     'try_claim_sharded', 'complete_sharded', 'result_sharded', 'acquire_sharded',
+                     'finish_sharded', 'release_sharded')
    AND (p.provolatile <> 'v' OR p.prosecdef OR NOT has_function_privilege('public', p.oid, 'EXECUTE'));
 
 -- The registry and the view say which inboxes are sharded, and by what.
