@@ -1016,15 +1016,15 @@ COMMENT ON FUNCTION inbox.acquire_sharded(pg_catalog.regclass, "any", pg_catalog
 COMMENT ON FUNCTION inbox.acquire_sharded(pg_catalog.regclass, "any", pg_catalog.int8, pg_catalog.interval, pg_catalog.bytea, boolean) IS
     'acquire of a sharded inbox: take a lease on an idempotency key, commit, then run the outside effect';
 CREATE FUNCTION inbox.finish_sharded(inbox pg_catalog.regclass, shard_key "any",
-    key pg_catalog.text, token pg_catalog.int8, result pg_catalog.jsonb)
+    key pg_catalog.text, token pg_catalog.int8, result pg_catalog.jsonb DEFAULT NULL)
 RETURNS void AS 'MODULE_PATHNAME', 'inbox_finish'
 LANGUAGE C VOLATILE PARALLEL UNSAFE;
 CREATE FUNCTION inbox.finish_sharded(inbox pg_catalog.regclass, shard_key "any",
-    key pg_catalog.uuid, token pg_catalog.int8, result pg_catalog.jsonb)
+    key pg_catalog.uuid, token pg_catalog.int8, result pg_catalog.jsonb DEFAULT NULL)
 RETURNS void AS 'MODULE_PATHNAME', 'inbox_finish'
 LANGUAGE C VOLATILE PARALLEL UNSAFE;
 CREATE FUNCTION inbox.finish_sharded(inbox pg_catalog.regclass, shard_key "any",
-    key pg_catalog.int8, token pg_catalog.int8, result pg_catalog.jsonb)
+    key pg_catalog.int8, token pg_catalog.int8, result pg_catalog.jsonb DEFAULT NULL)
 RETURNS void AS 'MODULE_PATHNAME', 'inbox_finish'
 LANGUAGE C VOLATILE PARALLEL UNSAFE;
 COMMENT ON FUNCTION inbox.finish_sharded(pg_catalog.regclass, "any", pg_catalog.text, pg_catalog.int8, pg_catalog.jsonb) IS
