@@ -1053,6 +1053,83 @@ COMMENT ON FUNCTION inbox.release_sharded(pg_catalog.regclass, "any", pg_catalog
     'release of a sharded inbox: forget a leased attempt, checked by its token, so a retry may run';
 
 /*
+ * claim_apply_many_sharded (0.3): claim_apply_many for a poll whose messages share
+ * a shard key value, which it takes before the ids.
+ */
+CREATE FUNCTION inbox.claim_apply_many_sharded(inbox pg_catalog.regclass, shard_key "any",
+    message_ids pg_catalog.text[], statement pg_catalog.text)
+RETURNS TABLE (message_id pg_catalog.text, outcome inbox.outcome) AS 'MODULE_PATHNAME', 'inbox_claim_apply_many'
+LANGUAGE C VOLATILE PARALLEL UNSAFE ROWS 100;
+CREATE FUNCTION inbox.claim_apply_many_sharded(inbox pg_catalog.regclass, shard_key "any",
+    message_ids pg_catalog.text[], statement pg_catalog.text, VARIADIC args "any")
+RETURNS TABLE (message_id pg_catalog.text, outcome inbox.outcome) AS 'MODULE_PATHNAME', 'inbox_claim_apply_many'
+LANGUAGE C VOLATILE PARALLEL UNSAFE ROWS 100;
+CREATE FUNCTION inbox.claim_apply_many_sharded(inbox pg_catalog.regclass, shard_key "any",
+    message_ids pg_catalog.text[], statement pg_catalog.text, VARIADIC args pg_catalog.text[])
+RETURNS TABLE (message_id pg_catalog.text, outcome inbox.outcome) AS 'MODULE_PATHNAME', 'inbox_claim_apply_many'
+LANGUAGE C VOLATILE PARALLEL UNSAFE ROWS 100;
+CREATE FUNCTION inbox.claim_apply_many_sharded(inbox pg_catalog.regclass, shard_key "any",
+    message_ids pg_catalog.uuid[], statement pg_catalog.text)
+RETURNS TABLE (message_id pg_catalog.uuid, outcome inbox.outcome) AS 'MODULE_PATHNAME', 'inbox_claim_apply_many'
+LANGUAGE C VOLATILE PARALLEL UNSAFE ROWS 100;
+CREATE FUNCTION inbox.claim_apply_many_sharded(inbox pg_catalog.regclass, shard_key "any",
+    message_ids pg_catalog.uuid[], statement pg_catalog.text, VARIADIC args "any")
+RETURNS TABLE (message_id pg_catalog.uuid, outcome inbox.outcome) AS 'MODULE_PATHNAME', 'inbox_claim_apply_many'
+LANGUAGE C VOLATILE PARALLEL UNSAFE ROWS 100;
+CREATE FUNCTION inbox.claim_apply_many_sharded(inbox pg_catalog.regclass, shard_key "any",
+    message_ids pg_catalog.uuid[], statement pg_catalog.text, VARIADIC args pg_catalog.text[])
+RETURNS TABLE (message_id pg_catalog.uuid, outcome inbox.outcome) AS 'MODULE_PATHNAME', 'inbox_claim_apply_many'
+LANGUAGE C VOLATILE PARALLEL UNSAFE ROWS 100;
+CREATE FUNCTION inbox.claim_apply_many_sharded(inbox pg_catalog.regclass, shard_key "any",
+    message_ids pg_catalog.int8[], statement pg_catalog.text)
+RETURNS TABLE (message_id pg_catalog.int8, outcome inbox.outcome) AS 'MODULE_PATHNAME', 'inbox_claim_apply_many'
+LANGUAGE C VOLATILE PARALLEL UNSAFE ROWS 100;
+CREATE FUNCTION inbox.claim_apply_many_sharded(inbox pg_catalog.regclass, shard_key "any",
+    message_ids pg_catalog.int8[], statement pg_catalog.text, VARIADIC args "any")
+RETURNS TABLE (message_id pg_catalog.int8, outcome inbox.outcome) AS 'MODULE_PATHNAME', 'inbox_claim_apply_many'
+LANGUAGE C VOLATILE PARALLEL UNSAFE ROWS 100;
+CREATE FUNCTION inbox.claim_apply_many_sharded(inbox pg_catalog.regclass, shard_key "any",
+    message_ids pg_catalog.int8[], statement pg_catalog.text, VARIADIC args pg_catalog.text[])
+RETURNS TABLE (message_id pg_catalog.int8, outcome inbox.outcome) AS 'MODULE_PATHNAME', 'inbox_claim_apply_many'
+LANGUAGE C VOLATILE PARALLEL UNSAFE ROWS 100;
+CREATE FUNCTION inbox.claim_apply_many_sharded(inbox pg_catalog.regclass, shard_key "any",
+    message_ids pg_catalog.text, statement pg_catalog.text)
+RETURNS TABLE (message_id pg_catalog.text, outcome inbox.outcome) AS 'MODULE_PATHNAME', 'inbox_claim_apply_many'
+LANGUAGE C VOLATILE PARALLEL UNSAFE ROWS 100;
+CREATE FUNCTION inbox.claim_apply_many_sharded(inbox pg_catalog.regclass, shard_key "any",
+    message_ids pg_catalog.text, statement pg_catalog.text, VARIADIC args "any")
+RETURNS TABLE (message_id pg_catalog.text, outcome inbox.outcome) AS 'MODULE_PATHNAME', 'inbox_claim_apply_many'
+LANGUAGE C VOLATILE PARALLEL UNSAFE ROWS 100;
+CREATE FUNCTION inbox.claim_apply_many_sharded(inbox pg_catalog.regclass, shard_key "any",
+    message_ids pg_catalog.text, statement pg_catalog.text, VARIADIC args pg_catalog.text[])
+RETURNS TABLE (message_id pg_catalog.text, outcome inbox.outcome) AS 'MODULE_PATHNAME', 'inbox_claim_apply_many'
+LANGUAGE C VOLATILE PARALLEL UNSAFE ROWS 100;
+COMMENT ON FUNCTION inbox.claim_apply_many_sharded(pg_catalog.regclass, "any", pg_catalog.text[], pg_catalog.text) IS
+    'claim a batch of one shard key value and run the statement once over the fresh ids ($1)';
+COMMENT ON FUNCTION inbox.claim_apply_many_sharded(pg_catalog.regclass, "any", pg_catalog.text[], pg_catalog.text, "any") IS
+    'claim a batch of one shard key value and run the statement once over the fresh ids ($1) and the values kept beside them ($2..)';
+COMMENT ON FUNCTION inbox.claim_apply_many_sharded(pg_catalog.regclass, "any", pg_catalog.text[], pg_catalog.text, pg_catalog.text[]) IS
+    'claim a batch of one shard key value and run the statement once over the fresh ids ($1) and the values kept beside them ($2..)';
+COMMENT ON FUNCTION inbox.claim_apply_many_sharded(pg_catalog.regclass, "any", pg_catalog.uuid[], pg_catalog.text) IS
+    'claim a batch of one shard key value and run the statement once over the fresh ids ($1)';
+COMMENT ON FUNCTION inbox.claim_apply_many_sharded(pg_catalog.regclass, "any", pg_catalog.uuid[], pg_catalog.text, "any") IS
+    'claim a batch of one shard key value and run the statement once over the fresh ids ($1) and the values kept beside them ($2..)';
+COMMENT ON FUNCTION inbox.claim_apply_many_sharded(pg_catalog.regclass, "any", pg_catalog.uuid[], pg_catalog.text, pg_catalog.text[]) IS
+    'claim a batch of one shard key value and run the statement once over the fresh ids ($1) and the values kept beside them ($2..)';
+COMMENT ON FUNCTION inbox.claim_apply_many_sharded(pg_catalog.regclass, "any", pg_catalog.int8[], pg_catalog.text) IS
+    'claim a batch of one shard key value and run the statement once over the fresh ids ($1)';
+COMMENT ON FUNCTION inbox.claim_apply_many_sharded(pg_catalog.regclass, "any", pg_catalog.int8[], pg_catalog.text, "any") IS
+    'claim a batch of one shard key value and run the statement once over the fresh ids ($1) and the values kept beside them ($2..)';
+COMMENT ON FUNCTION inbox.claim_apply_many_sharded(pg_catalog.regclass, "any", pg_catalog.int8[], pg_catalog.text, pg_catalog.text[]) IS
+    'claim a batch of one shard key value and run the statement once over the fresh ids ($1) and the values kept beside them ($2..)';
+COMMENT ON FUNCTION inbox.claim_apply_many_sharded(pg_catalog.regclass, "any", pg_catalog.text, pg_catalog.text) IS
+    'claim a batch of one shard key value and run the statement once over the fresh ids ($1)';
+COMMENT ON FUNCTION inbox.claim_apply_many_sharded(pg_catalog.regclass, "any", pg_catalog.text, pg_catalog.text, "any") IS
+    'claim a batch of one shard key value and run the statement once over the fresh ids ($1) and the values kept beside them ($2..)';
+COMMENT ON FUNCTION inbox.claim_apply_many_sharded(pg_catalog.regclass, "any", pg_catalog.text, pg_catalog.text, pg_catalog.text[]) IS
+    'claim a batch of one shard key value and run the statement once over the fresh ids ($1) and the values kept beside them ($2..)';
+
+/*
  * Failures and quarantine (0.3).  A consumer whose effect failed rolls back and
  * records the failure in a transaction of its own (record_failure): attempts are
  * counted per message, and at the inbox's max_attempts the message is

@@ -112,6 +112,28 @@ SELECT inbox.create_sharded_inbox('cam_sharded', 'account', 'text');
 SELECT * FROM inbox.claim_apply_many('cam_sharded', ARRAY['e1'], 'SELECT 1');
 SELECT count(*) AS claimed_e FROM cam_inbox WHERE message_id LIKE 'e%';
 
+-- claim_apply_many_sharded: a poll whose messages share a shard key value.  Each
+-- (shard key, id) is claimed once; the statement sees the fresh ids and their values.
+CREATE TABLE cam_tenants (account text PRIMARY KEY, total int NOT NULL DEFAULT 0, ids text[] NOT NULL DEFAULT '{}');
+INSERT INTO cam_tenants VALUES ('acme'), ('initech');
+SELECT * FROM inbox.claim_apply_many_sharded('cam_sharded', 'acme', ARRAY['s1', 's2', 's1'],
+    'UPDATE cam_tenants SET total = total + (SELECT sum(v) FROM unnest($2::int[]) v), ids = ids || $1
+     WHERE account = ''acme''', ARRAY[1, 10, 100]);
+SELECT * FROM inbox.claim_apply_many_sharded('cam_sharded', 'acme', ARRAY['s2', 's3'],
+    'UPDATE cam_tenants SET total = total + (SELECT sum(v) FROM unnest($2::int[]) v), ids = ids || $1
+     WHERE account = ''acme''', ARRAY[1000, 10000]);
+-- The same ids under another shard key value are other messages; an array literal as text.
+SELECT * FROM inbox.claim_apply_many_sharded('cam_sharded', 'initech', '{s1,s3}',
+    'UPDATE cam_tenants SET total = total + cardinality($1), ids = ids || $1 WHERE account = ''initech''');
+SELECT * FROM inbox.claim_apply_many_sharded('cam_sharded', 'initech', ARRAY['s1'], 'SELECT 1');
+SELECT account, total, ids FROM cam_tenants ORDER BY 1;
+SELECT * FROM inbox.claim_apply_many_sharded('cam_inbox', 'acme', ARRAY['s9'], 'SELECT 1');
+SELECT * FROM inbox.claim_apply_many_sharded('cam_sharded', NULL::text, ARRAY['s9'], 'SELECT 1');
+SELECT * FROM inbox.claim_apply_many_sharded('cam_sharded', 'acme', NULL::text[], 'SELECT 1');
+SELECT * FROM inbox.claim_apply_many_sharded('cam_sharded', 'acme', ARRAY['s9'], 'SELECT $2', ARRAY[1, 2]);
+SELECT count(*) AS not_claimed FROM cam_sharded WHERE message_id = 's9';
+DROP TABLE cam_tenants;
+
 -- A statement that drops the extension: a clear error, and the rollback keeps it.
 BEGIN;
 SELECT * FROM inbox.claim_apply_many('cam_inbox', ARRAY['z1'],

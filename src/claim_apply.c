@@ -344,10 +344,14 @@ args_prepend_ids(StatementArgs *args, InboxInfo *inbox)
 	}
 }
 
-/* Claim the batch and, if any id was fresh, run the statement over the fresh ones. */
+/*
+ * Claim the batch and, if any id was fresh, run the statement over the fresh
+ * ones.  shard_key: the value of every id of the batch in a sharded inbox, else
+ * NULL.
+ */
 static void
-claim_batch_then_apply(InboxInfo *inbox, ClaimBatch *batch, StatementPlan *statement,
-					   StatementArgs *args)
+claim_batch_then_apply(InboxInfo *inbox, ClaimBatch *batch, const Datum *shard_key,
+					   StatementPlan *statement, StatementArgs *args)
 {
 	PG_TRY();
 	{
@@ -355,7 +359,7 @@ claim_batch_then_apply(InboxInfo *inbox, ClaimBatch *batch, StatementPlan *state
 
 		statement_cache_convert_args(statement, args->values, args->nulls);
 		check_value_arrays(statement, args, batch->nids);
-		claim_batch_claim(batch, inbox, NULL);
+		claim_batch_claim(batch, inbox, shard_key);
 		/* Asked before the statement runs, which may drop the inbox. */
 		for (int i = 0; i < batch->nids; i++)
 		{
@@ -416,21 +420,30 @@ claim_apply_many_report(FunctionCallInfo fcinfo, TupleDesc tupdesc, const ClaimB
 	}
 }
 
+/*
+ * claim_apply_many, and claim_apply_many_sharded for a poll whose messages share
+ * a shard key value, which it takes before the ids: the batch's claims are then
+ * one statement Citus routes to one shard, and with the statement's writes on
+ * co-located rows, all of it runs on one worker in a delegated function.
+ */
 PG_FUNCTION_INFO_V1(inbox_claim_apply_many);
 Datum
 inbox_claim_apply_many(PG_FUNCTION_ARGS)
 {
 	const CallSignature *sig = signature_of_call(fcinfo);
 	InboxInfo  *inbox = registry_lookup(fcinfo, 0, RowExclusiveLock, ACL_INSERT | ACL_SELECT);
+	Datum		shard_value;
+	const Datum *shard;
 	ClaimBatch	batch;
 	const char *source;
 	StatementArgs args;
 	StatementPlan *statement;
 	TupleDesc	tupdesc;
 
-	claim_check_set_context(fcinfo, "claim_apply_many");
+	claim_check_set_context(fcinfo, sig->keyargno == 2 ? "claim_apply_many_sharded" :
+							"claim_apply_many");
 	tupdesc = claim_apply_many_result_type(fcinfo);
-	registry_check_shard_form(fcinfo, inbox, false);
+	shard = claim_routed_shard_arg(fcinfo, sig, inbox, &shard_value);
 	claim_batch_read(&batch, fcinfo, sig, inbox);
 	source = statement_source(fcinfo, sig);
 	statement_args(&args, fcinfo, sig);
@@ -438,7 +451,7 @@ inbox_claim_apply_many(PG_FUNCTION_ARGS)
 
 	spi_connect();
 	statement = statement_cache_get_batch(source, args.nargs, args.types);
-	claim_batch_then_apply(inbox, &batch, statement, &args);
+	claim_batch_then_apply(inbox, &batch, shard, statement, &args);
 	SPI_finish();
 
 	/* As claim_apply: the statement may have dropped the extension. */

@@ -520,8 +520,8 @@ registry_check_not_routed(FunctionCallInfo fcinfo, const InboxInfo *inbox)
 
 /* The functions that have a _sharded form, which takes the shard key second. */
 static const char *const sharded_forms[] = {
-	"claim", "claim_apply", "claim_many", "try_claim", "complete", "result",
-	"acquire", "finish", "release"
+	"claim", "claim_apply", "claim_many", "claim_apply_many", "try_claim", "complete",
+	"result", "acquire", "finish", "release"
 };
 
 static bool
@@ -552,7 +552,7 @@ registry_check_shard_form(FunctionCallInfo fcinfo, const InboxInfo *inbox, bool 
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 				 errmsg("%s() does not support sharded inbox \"%s\"", name,
 						get_rel_name(inbox->relid)),
-				 errhint("The functions with a _sharded form, which takes the shard key value before the id, are claim, claim_apply, claim_many, try_claim, complete, result, acquire, finish and release.")));
+				 errhint("The functions with a _sharded form, which takes the shard key value before the id, are claim, claim_apply, claim_many, claim_apply_many, try_claim, complete, result, acquire, finish and release.")));
 	if (sharded)
 		ereport(ERROR,
 				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
@@ -561,7 +561,8 @@ registry_check_shard_form(FunctionCallInfo fcinfo, const InboxInfo *inbox, bool 
 				 errdetail("Its claims are keyed by (%s, message_id).", inbox->shard_column),
 				 errhint("Call %s_sharded(inbox, %s, %s, ...), which takes the shard key value before the message id.",
 						 name, inbox->shard_column,
-						 strcmp(name, "claim_many") == 0 ? "message_ids" :
+						 (strcmp(name, "claim_many") == 0 ||
+						  strcmp(name, "claim_apply_many") == 0) ? "message_ids" :
 						 (strcmp(name, "acquire") == 0 || strcmp(name, "finish") == 0 ||
 						  strcmp(name, "release") == 0) ? "key" : "message_id")));
 	ereport(ERROR,

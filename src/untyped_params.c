@@ -84,7 +84,8 @@ static emit_log_hook_type prev_emit_log_hook = NULL;
 
 /* Our functions with "any" arguments. */
 static const char *const any_functions[] = {
-	"acquire_sharded", "claim_apply", "claim_apply_sharded", "claim_many_sharded",
+	"acquire_sharded", "claim_apply", "claim_apply_many_sharded",
+	"claim_apply_sharded", "claim_many_sharded",
 	"claim_sharded", "complete_sharded", "finish_sharded", "release_sharded",
 	"result_sharded", "transition_key", "try_claim_sharded"
 };

@@ -7,7 +7,7 @@
 -- Everything below, the role included, is rolled back.
 
 BEGIN;
-SELECT plan(117);
+SELECT plan(153);
 
 SET LOCAL search_path = public;
 
@@ -77,9 +77,33 @@ INSERT INTO api VALUES
   ('try_claim_sharded', '{regclass,"\"any\"",text}', 'inbox.claim_status',
    'inbox regclass, shard_key "any", message_id text'),
   ('try_claim_sharded', '{regclass,"\"any\"",uuid}', 'inbox.claim_status',
-   'inbox regclass, shard_key "any", message_id uuid');
+   'inbox regclass, shard_key "any", message_id uuid'),
+  ('claim_apply_many_sharded', '{regclass,"\"any\"",bigint[],text}', 'setof record',
+   'inbox regclass, shard_key "any", message_ids bigint[], statement text'),
+  ('claim_apply_many_sharded', '{regclass,"\"any\"",text,text}', 'setof record',
+   'inbox regclass, shard_key "any", message_ids text, statement text'),
+  ('claim_apply_many_sharded', '{regclass,"\"any\"",text[],text}', 'setof record',
+   'inbox regclass, shard_key "any", message_ids text[], statement text'),
+  ('claim_apply_many_sharded', '{regclass,"\"any\"",uuid[],text}', 'setof record',
+   'inbox regclass, shard_key "any", message_ids uuid[], statement text'),
+  ('claim_apply_many_sharded', '{regclass,"\"any\"",bigint[],text,"\"any\""}', 'setof record',
+   'inbox regclass, shard_key "any", message_ids bigint[], statement text, VARIADIC args "any"'),
+  ('claim_apply_many_sharded', '{regclass,"\"any\"",bigint[],text,text[]}', 'setof record',
+   'inbox regclass, shard_key "any", message_ids bigint[], statement text, VARIADIC args text[]'),
+  ('claim_apply_many_sharded', '{regclass,"\"any\"",text,text,"\"any\""}', 'setof record',
+   'inbox regclass, shard_key "any", message_ids text, statement text, VARIADIC args "any"'),
+  ('claim_apply_many_sharded', '{regclass,"\"any\"",text,text,text[]}', 'setof record',
+   'inbox regclass, shard_key "any", message_ids text, statement text, VARIADIC args text[]'),
+  ('claim_apply_many_sharded', '{regclass,"\"any\"",text[],text,"\"any\""}', 'setof record',
+   'inbox regclass, shard_key "any", message_ids text[], statement text, VARIADIC args "any"'),
+  ('claim_apply_many_sharded', '{regclass,"\"any\"",text[],text,text[]}', 'setof record',
+   'inbox regclass, shard_key "any", message_ids text[], statement text, VARIADIC args text[]'),
+  ('claim_apply_many_sharded', '{regclass,"\"any\"",uuid[],text,"\"any\""}', 'setof record',
+   'inbox regclass, shard_key "any", message_ids uuid[], statement text, VARIADIC args "any"'),
+  ('claim_apply_many_sharded', '{regclass,"\"any\"",uuid[],text,text[]}', 'setof record',
+   'inbox regclass, shard_key "any", message_ids uuid[], statement text, VARIADIC args text[]');
 
--- 34 x 3: existence, return type, argument names and defaults
+-- 46 x 3: existence, return type, argument names and defaults
 SELECT has_function('inbox', fname, args) FROM api ORDER BY fname, args;
 SELECT function_returns('inbox', fname, args, returns) FROM api ORDER BY fname, args;
 SELECT is(pg_get_function_arguments(p.oid), a.arguments,
@@ -97,7 +121,7 @@ SELECT is(array_agg(p.oid::regprocedure::text ORDER BY 1), NULL,
  WHERE p.pronamespace = 'inbox'::regnamespace
    AND p.proname IN ('create_sharded_inbox', 'claim_sharded', 'claim_apply_sharded', 'claim_many_sharded',
                      'try_claim_sharded', 'complete_sharded', 'result_sharded', 'acquire_sharded',
-                     'finish_sharded', 'release_sharded')
+                     'finish_sharded', 'release_sharded', 'claim_apply_many_sharded')
    AND (p.provolatile <> 'v' OR p.prosecdef OR NOT has_function_privilege('public', p.oid, 'EXECUTE'));
 
 -- The registry and the view say which inboxes are sharded, and by what.

@@ -1,7 +1,8 @@
 # try_claim, fingerprints, stored results and leases of a sharded inbox on Citus (a
 # coordinator and two workers): the _sharded forms give the one-node answers through
 # the coordinator and inside functions delegated to the workers, where they never
-# wait for another transaction's claim; and, under a load of payments (try_claim,
+# wait for another transaction's claim, and claim_apply_many_sharded takes one
+# account's poll in one call; and, under a load of payments (try_claim,
 # the effect and complete in one transaction) and charges (acquire, the effect and
 # finish), a worker killed with kill -9 and shards moved in both transfer modes end
 # with every payment and every charge applied exactly once, each with its result.
@@ -170,6 +171,32 @@ $holder->query_safe('COMMIT');
 $holder->quit;
 is(q1(q{SELECT try_it(20, 'held')}) . ',' . q1(q{SELECT inbox.try_claim_sharded('keys', 20, 'held')}),
 	'duplicate,duplicate', 'once it commits, a duplicate on both paths');
+
+# claim_apply_many_sharded: a poll of one account's messages in one delegated call.
+q1(q{
+CREATE FUNCTION pay_batch(acc bigint, ids text[], amounts bigint[]) RETURNS text LANGUAGE plpgsql AS $$
+BEGIN
+    RETURN (SELECT string_agg(outcome::text, ',') FROM inbox.claim_apply_many_sharded('keys', acc, ids,
+        'INSERT INTO accounts SELECT m.acc, sum(m.amount) FROM unnest($2::bigint[], $3::bigint[]) m(amount, acc)
+         GROUP BY m.acc ON CONFLICT (account) DO UPDATE SET balance = accounts.balance + EXCLUDED.balance',
+        amounts, array_fill(acc, ARRAY[cardinality(ids)])));
+END $$;
+SELECT create_distributed_function('pay_batch(bigint,text[],bigint[])', 'acc', colocate_with := 'keys');
+});
+my $batch_out;
+(undef, $batch_out, $err) = $c->psql('postgres',
+	q{SET citus.log_remote_commands = on; SET client_min_messages = log;
+	  SELECT pay_batch(30, ARRAY['b1', 'b2', 'b1'], ARRAY[1, 10, 100])});
+@issued = $err =~ /issuing (.*?)\n/g;
+is(scalar(@issued) . ',' . $batch_out, '1,applied,applied,duplicate',
+	'a delegated claim_apply_many_sharded is one remote command, with every answer');
+is(q1(q{SELECT pay_batch(30, ARRAY['b2', 'b3'], ARRAY[1000, 10000])}), 'duplicate,applied',
+	'a replayed batch applies only its new message');
+is( q1(q{SELECT string_agg(outcome::text, ',') FROM inbox.claim_apply_many_sharded('keys', 31, ARRAY['b1', 'b1'],
+	      'UPDATE accounts SET balance = balance WHERE account = 31')}),
+	'applied,duplicate', 'claim_apply_many_sharded through the coordinator');
+is(q1(q{SELECT balance FROM accounts WHERE account = 30}), '10011',
+	'each message of the batches applied once');
 
 # ---------------------------------------------------------------------------
 # 3. Faults under load: per account, payments p1..p3 of 1, 10 and 100 and charges
