@@ -230,4 +230,38 @@ citus_section() {
         "hand 1w" "hand 2w/wk" "ext 2w/1w" "hand 2w/1w" "e/h 1w" "e/h 2w" spread
     printf '%s\n' "${rows1[@]}"
     check_citus_effects
+    citus_stored_section
+}
+
+# try_claim_sharded and complete_sharded in a delegated function (stored_ext) next to
+# the hand-written delegated function with a result column (stored_hand), two workers.
+citus_stored_section() {
+    local cfg label clients sync dup rows=() out b1 c1 n1 v
+    say "" "stored columns, two workers, messages/s (medians): stored_ext = a delegated function" \
+        "calling inbox.try_claim_sharded, the UPDATE and inbox.complete_sharded; stored_hand = the" \
+        "hand-written one (INSERT ... ON CONFLICT DO NOTHING with the result, then the UPDATE)."
+    for v in citus_stored_ext citus_stored_hand; do
+        pgbench_tps "$v" 2 on prepared -T 1 -D workers=2 -D preload="$CITUS_PRELOAD" \
+            -D dup_pct=90 >/dev/null
+    done
+    line "  remote commands per message: stored_ext $(remote_commands citus_stored_ext 2)"
+    for cfg in "fresh c=$CITUS_CLIENTS sync=on|$CITUS_CLIENTS on 0" \
+               "dup90 c=$CITUS_CLIENTS sync=on|$CITUS_CLIENTS on 90"; do
+        label=${cfg%%|*}
+        read -r clients sync dup <<<"${cfg#*|}"
+        citus_sync "$sync"
+        citus_compare "$clients" "$sync" "-D dup_pct=$dup" citus_stored_ext:2 citus_stored_hand:2
+        rows+=("$(printf '%-24s %12.0f %12.0f %10s %7s' "$label" "${CMED[citus_stored_ext:2]}" \
+            "${CMED[citus_stored_hand:2]}" \
+            "$(ratio "${CMED[citus_stored_ext:2]}" "${CMED[citus_stored_hand:2]}")" "$CNOISE")")
+    done
+    printf '%-24s %12s %12s %10s %7s\n' config "stored_ext/s" "stored_hand/s" ext/hand spread
+    printf '%s\n' "${rows[@]}"
+    out=$(sql -F ' ' -c "
+        SELECT (SELECT sum(balance) FROM stored_accounts),
+               (SELECT count(*) FROM keys_inbox) + (SELECT count(*) FROM hand_keys) - 2 * $CITUS_PRELOAD,
+               (SELECT count(*) FROM keys_inbox WHERE result IS NULL)")
+    read -r b1 c1 n1 <<<"$out"
+    line "  effects applied / fresh claims (must be equal): $b1 / $c1; claims without a result: $n1"
+    [[ $b1 == "$c1" && $n1 == 0 ]] || die "a payment was applied twice, without its claim or its result"
 }

@@ -91,3 +91,49 @@ INSERT INTO noncoloc_inbox (message_id) SELECT g::text FROM generate_series(1, :
 -- the first reads in a timed run do not pay for it.
 VACUUM (FREEZE, ANALYZE) accounts_1w, payments_inbox_1w, hand_inbox_1w,
                          accounts, payments_inbox, hand_inbox, noncoloc_inbox;
+
+-- ---- stored columns: try_claim_sharded and complete_sharded --------------------------
+-- The same payment, answered as an HTTP API would (claimed, duplicate or in_progress,
+-- the stored result for a replay), on two workers: pay_ext uses the extension, pay_hand
+-- is the hand-written delegated function with a result column of its own.  Their own
+-- accounts, so that the effects check above stays exact.
+CREATE TABLE stored_accounts (id bigint PRIMARY KEY, balance bigint NOT NULL);
+SELECT create_distributed_table('stored_accounts', 'id', colocate_with => 'accounts');
+SELECT inbox.create_sharded_inbox('keys_inbox', 'account_id', 'bigint');
+SELECT create_distributed_table('keys_inbox', 'account_id', colocate_with => 'accounts');
+CREATE FUNCTION pay_ext(acct bigint, mid text, amount bigint) RETURNS text
+LANGUAGE plpgsql AS $$
+DECLARE
+  status inbox.claim_status := inbox.try_claim_sharded('keys_inbox', acct, mid);
+BEGIN
+  IF status = 'claimed' THEN
+    UPDATE stored_accounts SET balance = balance + amount WHERE id = acct;
+    PERFORM inbox.complete_sharded('keys_inbox', acct, mid, jsonb_build_object('paid', amount));
+  END IF;
+  RETURN status;
+END $$;
+SELECT create_distributed_function('pay_ext(bigint,text,bigint)', '$1', colocate_with := 'accounts');
+CREATE TABLE hand_keys (account_id bigint NOT NULL, message_id text NOT NULL,
+    claimed_at timestamptz NOT NULL DEFAULT now(), result jsonb,
+    PRIMARY KEY (account_id, message_id));
+SELECT create_distributed_table('hand_keys', 'account_id', colocate_with => 'accounts');
+CREATE FUNCTION pay_hand(acct bigint, mid text, amount bigint) RETURNS text
+LANGUAGE plpgsql AS $$
+DECLARE n int;
+BEGIN
+  INSERT INTO hand_keys (account_id, message_id, result)
+    VALUES (acct, mid, jsonb_build_object('paid', amount)) ON CONFLICT DO NOTHING;
+  GET DIAGNOSTICS n = ROW_COUNT;
+  IF n = 1 THEN
+    UPDATE stored_accounts SET balance = balance + amount WHERE id = acct;
+    RETURN 'claimed';
+  END IF;
+  RETURN 'duplicate';
+END $$;
+SELECT create_distributed_function('pay_hand(bigint,text,bigint)', '$1', colocate_with := 'accounts');
+INSERT INTO stored_accounts SELECT g, 0 FROM generate_series(1, 1000) g;
+INSERT INTO keys_inbox (account_id, message_id, result)
+    SELECT 1 + g % 1000, g::text, '{"paid": 1}' FROM generate_series(1, :preload) g;
+INSERT INTO hand_keys (account_id, message_id, result)
+    SELECT 1 + g % 1000, g::text, '{"paid": 1}' FROM generate_series(1, :preload) g;
+VACUUM (FREEZE, ANALYZE) stored_accounts, keys_inbox, hand_keys;
