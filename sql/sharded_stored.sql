@@ -75,6 +75,18 @@ SELECT inbox.finish_sharded('keys_inbox', 7, 'k3', :k3_token, NULL);
 SELECT status FROM inbox.acquire_sharded('keys_inbox', 7, 'k4', '1 minute', session_bound => true);
 SELECT holder_pid = pg_backend_pid() AS mine FROM keys_inbox WHERE account = 7 AND message_id = 'k4';
 
+-- The window is kept in a constraint too, always true, which Citus copies to its
+-- workers (where the registry has no row): set_retention rewrites it, NULL drops it.
+SELECT conname, pg_get_constraintdef(oid) FROM pg_constraint
+ WHERE conrelid = 'window_inbox'::regclass AND contype = 'c' ORDER BY 1;
+SET intervalstyle = 'iso_8601';
+SELECT inbox.set_retention('window_inbox', '10 minutes');
+RESET intervalstyle;
+SELECT pg_get_constraintdef(oid) FROM pg_constraint WHERE conname = 'idempotent_inbox_window';
+SELECT inbox.set_retention('window_inbox', NULL);
+SELECT count(*) AS window_markers FROM pg_constraint WHERE conname = 'idempotent_inbox_window';
+SELECT inbox.set_retention('window_inbox', '1 hour');
+
 -- A window: an expired claim counts as absent, with its fingerprint and result.
 SELECT inbox.claim_sharded('window_inbox', 'acme', '00000000-0000-0000-0000-000000000001'::uuid,
                            inbox.fingerprint('{"v": 1}'));

@@ -18,6 +18,7 @@
 #include "access/htup_details.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_class.h"
+#include "catalog/pg_constraint.h"
 #include "catalog/pg_type.h"
 #include "commands/event_trigger.h"
 #include "executor/spi.h"
@@ -308,6 +309,27 @@ type_is_temporary(Oid typid)
 }
 
 /*
+ * A sharded inbox carries its retention in a constraint too (INBOX_WINDOW_MARKER),
+ * which Citus copies to every node with the table, so that a worker, which has
+ * no registry row for it, judges expired claims as the coordinator does.  The
+ * constraint is always true, so NOT VALID spares the scan.  The interval is
+ * written in a form every IntervalStyle reads alike.
+ */
+static void
+admin_write_window_marker(Oid relid, const char *qualname, const Interval *retention)
+{
+	/* Two statements: Citus runs ADD CONSTRAINT only as the one subcommand. */
+	if (OidIsValid(get_relation_constraint_oid(relid, INBOX_WINDOW_MARKER, true)))
+		spi_exec_utility(psprintf("ALTER TABLE %s DROP CONSTRAINT " INBOX_WINDOW_MARKER,
+								  qualname));
+	if (retention != NULL)
+		spi_exec_utility(psprintf("ALTER TABLE %s ADD CONSTRAINT " INBOX_WINDOW_MARKER
+								  " CHECK ('%d months %d days " INT64_FORMAT " microseconds'"
+								  "::pg_catalog.interval IS NOT NULL) NOT VALID",
+								  qualname, retention->month, retention->day, retention->time));
+}
+
+/*
  * create_inbox and create_sharded_inbox.  The arguments: the name, the key type
  * and the retention at name_arg, keytype_arg and retention_arg; shard_key is
  * NULL for an inbox without one.
@@ -378,6 +400,8 @@ admin_create(FunctionCallInfo fcinfo, int keytype_arg, int retention_arg,
 		elog(ERROR, "inbox \"%s\" vanished after creation", qualname);
 	if (!PG_ARGISNULL(retention_arg))
 		retention_index_create(relid);
+	if (shard_key != NULL && !PG_ARGISNULL(retention_arg))
+		admin_write_window_marker(relid, qualname, PG_GETARG_INTERVAL_P(retention_arg));
 	stats_forget(relid);
 
 	admin_insert_registry_row(fcinfo, relid, keytype,
@@ -473,6 +497,9 @@ inbox_set_retention(PG_FUNCTION_ARGS)
 	spi_connect();
 	if (has_retention)
 		retention_index_create(inbox->relid);
+	if (inbox->shard_attnum != InvalidAttrNumber)
+		admin_write_window_marker(inbox->relid, inbox->qualname,
+								  has_retention ? PG_GETARG_INTERVAL_P(1) : NULL);
 	admin_update_retention(fcinfo, inbox->relid, has_retention ? PG_GETARG_DATUM(1) : (Datum) 0,
 						   !has_retention);
 	SPI_finish();

@@ -43,6 +43,7 @@
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
 #include "utils/syscache.h"
+#include "utils/timestamp.h"
 
 #include "compat.h"
 #include "inbox_info.h"
@@ -235,6 +236,42 @@ inbox_shape_has_marker(Relation rel)
 	for (int i = 0; i < n; i++)
 		if (strcmp(checks[i].ccname, INBOX_MARKER) == 0)
 			return true;
+	return false;
+}
+
+/*
+ * The retention a sharded inbox's window marker carries (INBOX_WINDOW_MARKER),
+ * for a worker of a Citus cluster, which has no registry row for the inbox: true
+ * and the window in *window when the table has one of that form.  set_retention
+ * writes it with the registry row, so it is the registry's window.
+ */
+bool
+inbox_shape_marked_window(Relation rel, Interval *window)
+{
+	ConstrCheck *checks = rel->rd_att->constr ? rel->rd_att->constr->check : NULL;
+	int			n = rel->rd_att->constr ? rel->rd_att->constr->num_check : 0;
+
+	for (int i = 0; i < n; i++)
+	{
+		Node	   *expr;
+		Const	   *value;
+		Interval	zero;
+
+		if (strcmp(checks[i].ccname, INBOX_WINDOW_MARKER) != 0)
+			continue;
+		expr = stringToNode(checks[i].ccbin);
+		if (!IsA(expr, NullTest) || ((NullTest *) expr)->nulltesttype != IS_NOT_NULL ||
+			!IsA(((NullTest *) expr)->arg, Const))
+			return false;
+		value = (Const *) ((NullTest *) expr)->arg;
+		if (value->consttype != INTERVALOID || value->constisnull)
+			return false;
+		*window = *DatumGetIntervalP(value->constvalue);
+		/* Only a window set_retention could have written: positive. */
+		memset(&zero, 0, sizeof(zero));
+		return DatumGetBool(DirectFunctionCall2(interval_gt, IntervalPGetDatum(window),
+												IntervalPGetDatum(&zero)));
+	}
 	return false;
 }
 

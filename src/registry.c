@@ -214,8 +214,8 @@ registry_row(FunctionCallInfo fcinfo, Oid relid)
 /*
  * A Citus table with no row in this node's registry, marked as an inbox
  * (INBOX_MARKER): on a worker, a sharded inbox the coordinator created.  Its
- * key type and shard key are read from the table; its retention lives in the
- * coordinator's registry only, so here no claim has expired until purged.
+ * key type and shard key are read from the table, and its retention from the
+ * window marker set_retention keeps beside the coordinator's registry row.
  */
 static RegistryRow
 marked_row(Oid relid)
@@ -237,6 +237,7 @@ marked_row(Oid relid)
 		{
 			row.keytype = keytype;
 			row.shard_key = inbox_shape_shard_key(rel);
+			row.has_retention = inbox_shape_marked_window(rel, &row.retention);
 		}
 	}
 	table_close(rel, AccessShareLock);

@@ -124,3 +124,13 @@ spi_execute_expect(SPIPlanPtr plan, Datum *values, const char *nulls, int expect
 		elog(ERROR, "SPI_execute_plan returned %s, expected %s",
 			 SPI_result_code_string(rc), SPI_result_code_string(expected));
 }
+
+/* Run a utility statement built by the caller (DDL with quoted names); SPI is connected. */
+void
+spi_exec_utility(const char *sql)
+{
+	int			rc = SPI_execute(sql, false, 0);
+
+	if (rc != SPI_OK_UTILITY)
+		elog(ERROR, "SPI_execute returned %s for a utility statement", SPI_result_code_string(rc));
+}

@@ -16,6 +16,7 @@ extern SPIPlanPtr spi_prepare_kept_opts(const char *sql, int nargs, Oid *argtype
 extern void spi_free_plan(SPIPlanPtr *plan);
 extern void spi_execute_expect(SPIPlanPtr plan, Datum *values, const char *nulls,
 							   int expected);
+extern void spi_exec_utility(const char *sql);
 pg_noreturn extern void spi_report_error(int rc, const char *what);
 
 #endif							/* INBOX_SPI_UTIL_H */

@@ -171,6 +171,11 @@ $holder->query_safe('COMMIT');
 $holder->quit;
 is(q1(q{SELECT try_it(20, 'held')}) . ',' . q1(q{SELECT inbox.try_claim_sharded('keys', 20, 'held')}),
 	'duplicate,duplicate', 'once it commits, a duplicate on both paths');
+# The window reaches the workers (the inbox's window marker): an expired claim is
+# absent in a delegated call too.
+q1(q{UPDATE keys SET claimed_at = now() - interval '2 days' WHERE account = 20 AND message_id = 'held'});
+is(q1(q{SELECT try_it(20, 'held')}) . ',' . q1(q{SELECT try_it(20, 'held')}), 'claimed,duplicate',
+	'delegated: an expired claim counts as absent, as on one node');
 
 # claim_apply_many_sharded: a poll of one account's messages in one delegated call.
 q1(q{
