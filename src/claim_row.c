@@ -16,6 +16,7 @@
 #include "access/stratnum.h"
 #include "access/table.h"
 #include "access/tableam.h"
+#include "catalog/pg_class.h"
 #include "executor/tuptable.h"
 #include "miscadmin.h"
 #include "storage/lmgr.h"
@@ -139,15 +140,76 @@ claim_row_select(InboxInfo *inbox, Datum message_id, const Datum *shard, ClaimRo
 }
 
 /*
+ * The attnum in shard of the table's column attnum, of the same type and typmod;
+ * otherwise 0, with *same cleared.
+ */
+static AttrNumber
+same_column(Relation table, Relation shard, AttrNumber attnum, bool *same)
+{
+	Form_pg_attribute tatt = TupleDescAttr(RelationGetDescr(table), attnum - 1);
+	AttrNumber	satt = get_attnum(RelationGetRelid(shard), NameStr(tatt->attname));
+
+	*same = satt > 0 &&
+		TupleDescAttr(RelationGetDescr(shard), satt - 1)->atttypid == tatt->atttypid &&
+		TupleDescAttr(RelationGetDescr(shard), satt - 1)->atttypmod == tatt->atttypmod;
+	return *same ? satt : InvalidAttrNumber;
+}
+
+/*
+ * Does shard, a shard of the inbox's table on this node, look as the table does
+ * where the direct read relies on it: the same types under the same names, and a
+ * primary key on the same columns with the same operator classes and collations?
+ * The owner may alter a shard on its worker directly; then the claim is read by
+ * a statement instead, which needs nothing of the kind.  Sets columns[] to the
+ * shard's attnums (a shard is made without the table's dropped columns).
+ */
+static bool
+shard_matches(const InboxInfo *inbox, Relation shard, AttrNumber *columns)
+{
+	Relation	table = table_open(inbox->relid, NoLock);
+	AttrNumber	pk[2];			/* the primary key's columns in the table, then the shard */
+	int			npk = 0;
+	Oid			pkindex = compat_immediate_primary_key(shard);
+	bool		same = OidIsValid(pkindex);
+
+	if (inbox->shard_attnum != InvalidAttrNumber)
+		pk[npk++] = inbox->shard_attnum;
+	pk[npk++] = inbox->key_attnum;
+
+	for (int c = 0; c < INBOX_NUM_COLUMNS && same; c++)
+		columns[c] = inbox->columns[c] == InvalidAttrNumber ? InvalidAttrNumber :
+			same_column(table, shard, inbox->columns[c], &same);
+	for (int i = 0; i < npk && same; i++)
+		pk[i] = same_column(table, shard, pk[i], &same);
+	if (same)
+	{
+		Relation	tindex = index_open(inbox->pkindex, AccessShareLock);
+		Relation	sindex = index_open(pkindex, AccessShareLock);
+
+		same = sindex->rd_index->indnkeyatts == npk && tindex->rd_index->indnkeyatts == npk;
+		for (int i = 0; i < npk && same; i++)
+			same = sindex->rd_index->indkey.values[i] == pk[i] &&
+				sindex->rd_opfamily[i] == tindex->rd_opfamily[i] &&
+				sindex->rd_indcollation[i] == tindex->rd_indcollation[i];
+		index_close(sindex, AccessShareLock);
+		index_close(tindex, AccessShareLock);
+	}
+	table_close(table, NoLock);
+	return same;
+}
+
+/*
  * Where a Citus table's claim of the id is read directly: its shard, when this
- * node holds it (in a function Citus delegated here), with the columns' attnums
- * there (a shard is made without the table's dropped columns); else InvalidOid.
+ * node holds it (in a function Citus delegated here) and it looks as the table
+ * does (shard_matches, which sets columns[]); else InvalidOid.
  */
 static Oid
 local_shard(InboxInfo *inbox, Datum message_id, const Datum *shard, AttrNumber *columns)
 {
 	char	   *column = citus_distribution_column(inbox->relid);
 	Oid			relid;
+	Relation	rel;
+	bool		same;
 
 	if (column == NULL)
 		relid = citus_local_shard(inbox->relid, (Datum) 0, InvalidOid, true);
@@ -159,10 +221,13 @@ local_shard(InboxInfo *inbox, Datum message_id, const Datum *shard, AttrNumber *
 		return InvalidOid;
 	if (!OidIsValid(relid))
 		return InvalidOid;
-	for (int c = 0; c < INBOX_NUM_COLUMNS; c++)
-		columns[c] = inbox->columns[c] == InvalidAttrNumber ? InvalidAttrNumber :
-			get_attnum(relid, inbox_sql_column_names[c]);
-	return relid;
+	/* Locked as Citus's own read of it would: the inbox is locked already. */
+	rel = try_table_open(relid, AccessShareLock);
+	if (rel == NULL)
+		return InvalidOid;
+	same = rel->rd_rel->relkind == RELKIND_RELATION && shard_matches(inbox, rel, columns);
+	table_close(rel, NoLock);
+	return same ? relid : InvalidOid;
 }
 
 /*
@@ -199,15 +264,10 @@ claim_row_lookup(InboxInfo *inbox, Datum message_id, const Datum *shard,
 		arg.columns = shard_columns;
 	}
 
-	/* The shard, unlike the inbox, is not locked yet: as Citus's statements lock it. */
-	heap = table_open(relid, relid == inbox->relid ? NoLock : RowExclusiveLock);
+	/* Both locked by now: the inbox by the caller, a shard by local_shard. */
+	heap = table_open(relid, NoLock);
 	if (relid != inbox->relid)
 		pkindex = compat_immediate_primary_key(heap);
-	if (!OidIsValid(pkindex))
-		ereport(ERROR,
-				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("shard \"%s\" of inbox \"%s\" has no primary key",
-						RelationGetRelationName(heap), get_rel_name(inbox->relid))));
 	index = index_open(pkindex, AccessShareLock);
 	memset(row, 0, sizeof(ClaimRow));
 	row->relid = relid;
