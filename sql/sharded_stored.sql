@@ -1,7 +1,6 @@
 -- try_claim, fingerprinted claims, stored results and leases of a sharded inbox:
 -- the _sharded forms, which take the shard key value before the id, answer as the
 -- plain forms do on an inbox keyed by the id alone, for each (shard key, id).
-SET client_min_messages = warning;
 SELECT inbox.create_sharded_inbox('keys_inbox', 'account', 'bigint', 'text');
 SELECT inbox.create_sharded_inbox('window_inbox', 'tenant', 'text', 'uuid', retention => '1 hour');
 
@@ -79,9 +78,11 @@ SELECT holder_pid = pg_backend_pid() AS mine FROM keys_inbox WHERE account = 7 A
 -- workers (where the registry has no row): set_retention rewrites it, NULL drops it.
 SELECT conname, pg_get_constraintdef(oid) FROM pg_constraint
  WHERE conrelid = 'window_inbox'::regclass AND contype = 'c' ORDER BY 1;
-SET intervalstyle = 'iso_8601';
+-- (In one transaction: behind a transaction pooler a session's SET would outlive it.)
+BEGIN;
+SET LOCAL intervalstyle = 'iso_8601';
 SELECT inbox.set_retention('window_inbox', '10 minutes');
-RESET intervalstyle;
+COMMIT;
 SELECT pg_get_constraintdef(oid) FROM pg_constraint WHERE conname = 'idempotent_inbox_window';
 SELECT inbox.set_retention('window_inbox', NULL);
 SELECT count(*) AS window_markers FROM pg_constraint WHERE conname = 'idempotent_inbox_window';
