@@ -314,7 +314,7 @@ inbox_acquire(PG_FUNCTION_ARGS)
 	int			argno = sig->keyargno;
 	Datum		shard_value;
 	LeaseRequest req;
-	LeaseAnswer answer;
+	LeaseAnswer answer = {0};
 	TupleDesc	tupdesc;
 	Datum		values[3];
 	bool		nulls[3] = {false, false, false};
