@@ -26,6 +26,7 @@
 #include "catalog/pg_namespace.h"
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
+#include "utils/builtins.h"
 #include "utils/fmgroids.h"
 #include "utils/guc.h"
 #include "utils/lsyscache.h"
@@ -170,4 +171,78 @@ citus_local_shard(Oid relid, Datum value, Oid type, bool isnull)
 	}
 	SPI_finish();
 	return shard;
+}
+
+/*
+ * Is this node a Citus coordinator (its group is 0), where the workers' share of
+ * a Citus table's counters is to be added?  False without Citus.
+ */
+bool
+citus_coordinator(void)
+{
+	bool		coordinator = false;
+
+	if (!OidIsValid(get_relname_relid("pg_dist_local_group", PG_CATALOG_NAMESPACE)))
+		return false;
+	spi_connect();
+	if (SPI_execute("SELECT groupid OPERATOR(pg_catalog.=) 0 FROM pg_catalog.pg_dist_local_group",
+					true, 1) == SPI_OK_SELECT && SPI_processed == 1)
+	{
+		bool		isnull;
+		Datum		value = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
+
+		coordinator = !isnull && DatumGetBool(value);
+	}
+	SPI_finish();
+	return coordinator;
+}
+
+/*
+ * Add to counts[0..n-1] what each worker counted for Citus table relid (calls
+ * delegated there count on the worker that ran them): the workers' own
+ * inbox.live_counters, read through run_command_on_workers, as the caller.  A
+ * worker that does not answer, or counts nothing (not preloaded), adds nothing.
+ */
+void
+citus_add_worker_counters(Oid relid, int64 *counts, int n)
+{
+	char	   *name = quote_qualified_identifier(get_namespace_name(get_rel_namespace(relid)),
+												  get_rel_name(relid));
+	Oid			argtypes[1] = {TEXTOID};
+	Datum		values[1];
+
+	values[0] = CStringGetTextDatum(psprintf("SELECT (c.*)::text FROM inbox.live_counters(%s::pg_catalog.regclass) AS c",
+											 quote_literal_cstr(name)));
+	spi_connect();
+	/* Never an error for stats: without the function, or the right to call it, none. */
+	if (SPI_execute("SELECT FROM pg_catalog.to_regprocedure('pg_catalog.run_command_on_workers(text,boolean)') AS f "
+					"WHERE pg_catalog.has_function_privilege(f, 'EXECUTE')", true, 1) != SPI_OK_SELECT ||
+		SPI_processed != 1)
+	{
+		SPI_finish();
+		return;
+	}
+	if (SPI_execute_with_args("SELECT result FROM pg_catalog.run_command_on_workers($1) WHERE success",
+							  1, argtypes, values, NULL, true, 0) != SPI_OK_SELECT)
+		elog(ERROR, "could not read the workers' counters of relation %u", relid);
+	for (uint64 row = 0; row < SPI_processed; row++)
+	{
+		char	   *text = SPI_getvalue(SPI_tuptable->vals[row], SPI_tuptable->tupdesc, 1);
+		char	   *field;
+		char	   *next;
+		int			i = 0;
+
+		/* A row's text form, "(1,2,...)"; a NULL field is empty. */
+		if (text == NULL || text[0] != '(')
+			continue;
+		for (field = text + 1; i < n && field != NULL; field = next, i++)
+		{
+			next = strpbrk(field, ",)");
+			if (next != NULL)
+				*next++ = '\0';
+			if (*field != '\0')
+				counts[i] += strtoi64(field, NULL, 10);
+		}
+	}
+	SPI_finish();
 }

@@ -38,6 +38,7 @@
 
 #include "compat.h"
 #include "inbox_info.h"
+#include "citus_tables.h"
 #include "stats.h"
 
 typedef struct StatsKey
@@ -329,6 +330,7 @@ inbox_live_counters(PG_FUNCTION_ARGS)
 	TupleDesc	tupdesc;
 	Datum		values[COUNT_NUM_COUNTERS];
 	bool		nulls[COUNT_NUM_COUNTERS];
+	int64		counts[COUNT_NUM_COUNTERS];
 	bool		shown = false;
 	InboxCounters *entry = NULL;
 
@@ -347,9 +349,14 @@ inbox_live_counters(PG_FUNCTION_ARGS)
 	}
 
 	for (int i = 0; i < COUNT_NUM_COUNTERS; i++)
+		counts[i] = entry ? (int64) pg_atomic_read_u64(&entry->counts[i]) : 0;
+	/* On a Citus coordinator, a Citus table's counters include its workers'. */
+	if (shown && citus_table(PG_GETARG_OID(0)) && citus_coordinator())
+		citus_add_worker_counters(PG_GETARG_OID(0), counts, COUNT_NUM_COUNTERS);
+	for (int i = 0; i < COUNT_NUM_COUNTERS; i++)
 	{
 		nulls[i] = !shown;
-		values[i] = Int64GetDatum(entry ? (int64) pg_atomic_read_u64(&entry->counts[i]) : 0);
+		values[i] = Int64GetDatum(counts[i]);
 	}
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
 }

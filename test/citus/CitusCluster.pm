@@ -4,6 +4,8 @@
 #
 #   my ($coordinator, @workers) = CitusCluster::start(workers => 2);
 #
+# preload => 1 also preloads idempotent_inbox (its counters), with the purge worker off.
+#
 # Every node preloads citus and has CREATE EXTENSION citus; the coordinator knows
 # itself (citus_set_coordinator_host) and the workers (citus_add_node).  The nodes
 # reach each other over their Unix sockets: the node name Citus stores is the socket
@@ -20,12 +22,17 @@ use Time::HiRes ();
 
 sub new_node
 {
-	my ($name) = @_;
+	my ($name, $preload) = @_;
 	my $node = PostgreSQL::Test::Cluster->new($name);
 	$node->init;
+	$node->append_conf('postgresql.conf',
+		$preload
+		? "shared_preload_libraries = 'citus,idempotent_inbox'\n"
+		  # The counters in shared memory, without a purge worker deleting rows.
+		  . "idempotent_inbox.purge_interval = 0\n"
+		: "shared_preload_libraries = 'citus'\n");
 	$node->append_conf(
 		'postgresql.conf', q{
-shared_preload_libraries = 'citus'
 # Citus commits a transaction that wrote on several nodes with two-phase commit.
 max_prepared_transactions = 20
 # Shard moves use logical replication.
@@ -47,8 +54,8 @@ sub start
 {
 	my (%args) = @_;
 	my $workers = $args{workers} // 2;
-	my $coordinator = new_node('coordinator');
-	my @workers = map { new_node("worker$_") } 1 .. $workers;
+	my $coordinator = new_node('coordinator', $args{preload});
+	my @workers = map { new_node("worker$_", $args{preload}) } 1 .. $workers;
 	$coordinator->safe_psql('postgres',
 		sprintf("SELECT citus_set_coordinator_host('%s', %d)",
 			$coordinator->host, $coordinator->port));

@@ -17,7 +17,7 @@ use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 
-my ($coordinator, @workers) = CitusCluster::start(workers => 2);
+my ($coordinator, @workers) = CitusCluster::start(workers => 2, preload => 1);
 my $c = $coordinator;
 
 $c->safe_psql(
@@ -171,6 +171,19 @@ $holder->query_safe('COMMIT');
 $holder->quit;
 is(q1(q{SELECT try_it(20, 'held')}) . ',' . q1(q{SELECT inbox.try_claim_sharded('keys', 20, 'held')}),
 	'duplicate,duplicate', 'once it commits, a duplicate on both paths');
+# inbox.stats on the coordinator adds what the workers counted: delegated calls
+# count on the worker that ran them.
+my $counts = q{SELECT claims || ',' || duplicates FROM inbox.stats WHERE inbox = 'keys'::regclass};
+my ($claims0, $dups0) = split /,/, q1($counts);
+q1("SELECT try_it($_, 'counted')") for 60 .. 69;
+q1("SELECT try_it($_, 'counted')") for 60 .. 64;
+my ($claims1, $dups1) = split /,/, q1($counts);
+is(($claims1 - $claims0) . ',' . ($dups1 - $dups0), '10,5',
+	'inbox.stats on the coordinator counts the claims and duplicates of delegated calls');
+is( $workers[0]->safe_psql('postgres', q{SELECT claims > 0 FROM inbox.live_counters('keys')})
+	  . ',' . $workers[1]->safe_psql('postgres', q{SELECT claims > 0 FROM inbox.live_counters('keys')}),
+	't,t', 'each worker counted its own share');
+
 # The window reaches the workers (the inbox's window marker): an expired claim is
 # absent in a delegated call too.
 q1(q{UPDATE keys SET claimed_at = now() - interval '2 days' WHERE account = 20 AND message_id = 'held'});
@@ -305,6 +318,9 @@ $victim->kill9;
 my ($err_k) = finish_script(@script);
 note 'errors while the worker was down: ' . scalar(() = $err_k =~ /ERROR|FATAL/g);
 ok($err_k =~ /ERROR|FATAL/, 'deliveries failed while the worker was down (the kill came mid-load)');
+# A dead worker adds nothing to the coordinator's counters and is no error.
+like(q1(q{SELECT claims FROM inbox.stats WHERE inbox = 'keys'::regclass}), qr/^\d+$/,
+	'inbox.stats answers on the coordinator while a worker is down');
 CitusCluster::restart_killed($victim);
 deliver_all(@load);
 deliver_all(reverse @load);
