@@ -74,11 +74,6 @@ SELECT inbox.complete('pay_inbox', 'm1', '{}');
 SELECT * FROM inbox.acquire('pay_inbox', 'k1', '1 minute');
 SELECT inbox.finish('pay_inbox', 'k1', 1, '{}');
 SELECT inbox.release('pay_inbox', 'k1', 1);
-CREATE TABLE pay_events (account_id bigint, id text);
-CREATE TRIGGER pay_events_dedup BEFORE INSERT ON pay_events
-    FOR EACH ROW EXECUTE FUNCTION inbox.dedup_trigger('public.pay_inbox', 'id');
-INSERT INTO pay_events VALUES (7, 'e1');
-DROP TABLE pay_events;
 -- And the _sharded forms need a sharded inbox.
 SELECT inbox.create_inbox('plain_inbox');
 SELECT inbox.claim_sharded('plain_inbox', 7, 'm1');

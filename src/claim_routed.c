@@ -77,31 +77,19 @@ check_cast_exact(const InboxInfo *inbox, Oid argtype, Datum given, const Const *
 }
 
 /*
- * The shard key value given as argument argno, as a value of the shard key's
- * type.  Strings are read like literals of that type (drivers send numbers and
- * uuids as strings), other values take an assignment cast, as an INSERT of
- * them into the column would.
+ * A shard key value of type argtype as a value of the shard key's type.
+ * Strings are read like literals of that type (drivers send numbers and uuids
+ * as strings), other values take an assignment cast, as an INSERT of them into
+ * the column would.
  */
 Datum
-claim_routed_shard_key(FunctionCallInfo fcinfo, int argno, const InboxInfo *inbox)
+claim_routed_shard_value(const InboxInfo *inbox, Oid argtype, Datum value)
 {
-	Oid			argtype = get_fn_expr_argtype(fcinfo->flinfo, argno);
-	Datum		value;
 	Node	   *coerced;
 	Const	   *result;
 	int16		typlen;
 	bool		typbyval;
 
-	if (PG_ARGISNULL(argno))
-		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("shard key must not be null")));
-	if (!OidIsValid(argtype))
-		ereport(ERROR,
-				(errcode(ERRCODE_INDETERMINATE_DATATYPE),
-				 errmsg("could not determine the type of the shard key"),
-				 errhint("Cast it to %s.", format_type_be(inbox->shard_type))));
-	value = PG_GETARG_DATUM(argno);
 	if (argtype == inbox->shard_type)
 		return value;
 
@@ -137,6 +125,24 @@ claim_routed_shard_key(FunctionCallInfo fcinfo, int argno, const InboxInfo *inbo
 				 errmsg("shard key must not be null")));
 	check_cast_exact(inbox, argtype, value, result);
 	return result->constvalue;
+}
+
+/* The shard key value given as argument argno, as claim_routed_shard_value reads it. */
+Datum
+claim_routed_shard_key(FunctionCallInfo fcinfo, int argno, const InboxInfo *inbox)
+{
+	Oid			argtype = get_fn_expr_argtype(fcinfo->flinfo, argno);
+
+	if (PG_ARGISNULL(argno))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("shard key must not be null")));
+	if (!OidIsValid(argtype))
+		ereport(ERROR,
+				(errcode(ERRCODE_INDETERMINATE_DATATYPE),
+				 errmsg("could not determine the type of the shard key"),
+				 errhint("Cast it to %s.", format_type_be(inbox->shard_type))));
+	return claim_routed_shard_value(inbox, argtype, PG_GETARG_DATUM(argno));
 }
 
 /*

@@ -9,6 +9,7 @@
 #include "inbox_info.h"
 #include "signature.h"
 
+extern Datum claim_routed_shard_value(const InboxInfo *inbox, Oid argtype, Datum value);
 extern Datum claim_routed_shard_key(FunctionCallInfo fcinfo, int argno, const InboxInfo *inbox);
 extern const Datum *claim_routed_shard_arg(FunctionCallInfo fcinfo, const CallSignature *sig,
 										   const InboxInfo *inbox, Datum *value);

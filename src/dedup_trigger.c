@@ -11,6 +11,13 @@
  * racing with the same id behave like two claims: the second waits for the first
  * and drops its row if the first commits.
  *
+ * A sharded inbox claims (shard key, id): a third argument names the column of
+ * the shard key, which defaults to the column named as the inbox's.  On Citus a
+ * distributed table co-located with its sharded inbox fires the trigger on the
+ * worker that holds both shards, and the claim is written there, in the
+ * transaction of the rows (CREATE TRIGGER on a distributed table needs
+ * citus.enable_unsafe_triggers).
+ *
  * The arguments are checked at the first row, when the trigger fires; a mistake
  * there fails that INSERT with a message naming the trigger, never silently
  * passing rows through.
@@ -34,6 +41,7 @@
 #include "catalog/pg_type.h"
 #include "commands/trigger.h"
 #include "miscadmin.h"
+#include "parser/parse_coerce.h"
 #include "storage/lmgr.h"
 #include "utils/acl.h"
 #include "utils/builtins.h"
@@ -46,9 +54,11 @@
 
 #include "inbox_info.h"
 #include "claim.h"
+#include "claim_routed.h"
 #include "held_inbox.h"
 #include "message_id.h"
 #include "registry.h"
+#include "spi_util.h"
 
 /* What the first row of a statement found out, kept for the rest of it. */
 typedef struct DedupTarget
@@ -59,6 +69,8 @@ typedef struct DedupTarget
 	bool		widen;			/* an int2 or int4 column for a bigint inbox */
 	bool		from_int2;		/* widen from int2 (the base type, for domains) */
 	bool		unpad;			/* a char(n) column: its padding is not the id's */
+	AttrNumber	shard_attnum;	/* a sharded inbox's shard key column, or 0 */
+	Oid			shard_argtype;	/* its type, converted to the shard key's per row */
 	HeldInbox  *held;			/* the inbox kept open for the statement's rows */
 } DedupTarget;
 
@@ -72,11 +84,12 @@ check_firing(FunctionCallInfo fcinfo)
 		ereport(ERROR,
 				(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
 				 errmsg("dedup_trigger must be fired BEFORE INSERT FOR EACH ROW")));
-	if (data->tg_trigger->tgnargs != 2)
+	if (data->tg_trigger->tgnargs != 2 && data->tg_trigger->tgnargs != 3)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("trigger \"%s\" needs two arguments, the inbox and the id column",
 						data->tg_trigger->tgname),
+				 errdetail("A sharded inbox's trigger may name the shard key column third."),
 				 errhint("Create it as ... EXECUTE FUNCTION inbox.dedup_trigger('my_inbox', 'id').")));
 }
 
@@ -193,14 +206,11 @@ lock_trigger_inbox(TriggerData *data)
 	}
 }
 
-/* The id column: a user column whose values are keys of the inbox. */
-static void
-resolve_column(DedupTarget *target, TriggerData *data, const InboxInfo *inbox,
-			   const char *column)
+/* A user column of the trigger's table, by name. */
+static AttrNumber
+trigger_column(TriggerData *data, const char *column)
 {
-	TupleDesc	desc = RelationGetDescr(data->tg_relation);
-	int			attnum = SPI_fnumber(desc, column);
-	Oid			coltype;
+	int			attnum = SPI_fnumber(RelationGetDescr(data->tg_relation), column);
 
 	if (attnum <= 0)
 		ereport(ERROR,
@@ -208,6 +218,18 @@ resolve_column(DedupTarget *target, TriggerData *data, const InboxInfo *inbox,
 				 errmsg("column \"%s\" named by trigger \"%s\" does not exist in table \"%s\"",
 						column, data->tg_trigger->tgname,
 						RelationGetRelationName(data->tg_relation))));
+	return attnum;
+}
+
+/* The id column: a user column whose values are keys of the inbox. */
+static void
+resolve_column(DedupTarget *target, TriggerData *data, const InboxInfo *inbox,
+			   const char *column)
+{
+	TupleDesc	desc = RelationGetDescr(data->tg_relation);
+	AttrNumber	attnum = trigger_column(data, column);
+	Oid			coltype;
+
 	coltype = getBaseType(TupleDescAttr(desc, attnum - 1)->atttypid);
 
 	target->attnum = attnum;
@@ -232,6 +254,48 @@ resolve_column(DedupTarget *target, TriggerData *data, const InboxInfo *inbox,
 				 errdetail("The inbox has keys of type %s.", format_type_be(inbox->keytype))));
 }
 
+/*
+ * The shard key column of a sharded inbox's trigger: named third, else the one
+ * named as the inbox's shard key.  Its values must convert to the shard key's
+ * type as claim_sharded converts its argument; an inbox without a shard key
+ * takes no third argument.
+ */
+static void
+resolve_shard_column(DedupTarget *target, TriggerData *data, const InboxInfo *inbox)
+{
+	const char *trigger = data->tg_trigger->tgname;
+	char	   *column;
+	Oid			coltype;
+
+	target->shard_attnum = InvalidAttrNumber;
+	if (inbox->shard_attnum == InvalidAttrNumber)
+	{
+		if (data->tg_trigger->tgnargs == 3)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("trigger \"%s\" names a shard key column, but inbox \"%s\" has no shard key",
+							trigger, get_rel_name(inbox->relid)),
+					 errhint("Give the trigger two arguments, the inbox and the id column.")));
+		return;
+	}
+	column = data->tg_trigger->tgnargs == 3 ? data->tg_trigger->tgargs[2] :
+		get_attname(inbox->relid, inbox->shard_attnum, false);
+	target->shard_attnum = trigger_column(data, column);
+	coltype = TupleDescAttr(RelationGetDescr(data->tg_relation),
+							target->shard_attnum - 1)->atttypid;
+	if (getBaseType(coltype) != inbox->shard_type && coltype != TEXTOID &&
+		coltype != VARCHAROID &&
+		!can_coerce_type(1, &coltype, &inbox->shard_type, COERCION_ASSIGNMENT))
+		ereport(ERROR,
+				(errcode(ERRCODE_DATATYPE_MISMATCH),
+				 errmsg("column \"%s\" of type %s cannot hold shard keys of inbox \"%s\"",
+						column, format_type_be(coltype), get_rel_name(inbox->relid)),
+				 errdetail("The inbox's shard key is of type %s.", format_type_be(inbox->shard_type)),
+				 data->tg_trigger->tgnargs == 2 ?
+				 errhint("Name the shard key column as the trigger's third argument.") : 0));
+	target->shard_argtype = coltype;
+}
+
 static DedupTarget *
 dedup_target(FunctionCallInfo fcinfo)
 {
@@ -248,18 +312,37 @@ dedup_target(FunctionCallInfo fcinfo)
 	inbox = registry_lookup_relid(fcinfo, lock_trigger_inbox(data), RowExclusiveLock,
 								  ACL_INSERT | ACL_SELECT);
 
-	if (inbox->shard_attnum != InvalidAttrNumber)
-		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("dedup_trigger() does not support sharded inbox \"%s\"",
-						get_rel_name(inbox->relid)),
-				 errhint("Give the trigger an inbox without a shard key.")));
 	target = MemoryContextAlloc(fcinfo->flinfo->fn_mcxt, sizeof(DedupTarget));
 	target->inbox = inbox->relid;
 	target->held = held_inbox_create(fcinfo->flinfo->fn_mcxt);
 	resolve_column(target, data, inbox, args[1]);
+	resolve_shard_column(target, data, inbox);
 	fcinfo->flinfo->fn_extra = target;
 	return target;
+}
+
+/* Claim id under the new row's shard key, read from the shard key column. */
+static bool
+claim_row_sharded(const DedupTarget *target, TriggerData *data, InboxInfo *inbox, Datum id)
+{
+	TupleDesc	desc = RelationGetDescr(data->tg_relation);
+	bool		isnull;
+	Datum		value = heap_getattr(data->tg_trigtuple, target->shard_attnum, desc, &isnull);
+	Datum		shard;
+	bool		claimed;
+
+	if (isnull)
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("shard key must not be null"),
+				 errdetail("Column \"%s\" of the new row in \"%s\" is null.",
+						   NameStr(TupleDescAttr(desc, target->shard_attnum - 1)->attname),
+						   RelationGetRelationName(data->tg_relation))));
+	shard = claim_routed_shard_value(inbox, target->shard_argtype, value);
+	spi_connect();
+	claimed = claim_routed(inbox, id, &shard);
+	SPI_finish();
+	return claimed;
 }
 
 PG_FUNCTION_INFO_V1(inbox_dedup_trigger);
@@ -302,7 +385,10 @@ inbox_dedup_trigger(PG_FUNCTION_ARGS)
 		value = PointerGetDatum(PG_DETOAST_DATUM_PACKED(value));
 	id = message_id_from_element(value, false, target->idtype, inbox, 0);
 
-	claimed = claim_one_connecting(inbox, id, target->held);
+	if (target->shard_attnum != InvalidAttrNumber)
+		claimed = claim_row_sharded(target, data, inbox, id);
+	else
+		claimed = claim_one_connecting(inbox, id, target->held);
 
 	return PointerGetDatum(claimed ? row : NULL);
 }

@@ -449,6 +449,12 @@ lookup(FunctionCallInfo fcinfo, Oid relid, LOCKMODE lockmode, AclMode rights, bo
 			retire_entry_contents(entry);
 		if (quiet)
 			return NULL;
+		if (citus_table(relid) && !citus_coordinator())
+			ereport(ERROR,
+					(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+					 errmsg("\"%s\" is not an inbox on this Citus worker", get_rel_name(relid)),
+					 errdetail("A worker knows the inboxes that inbox.create_sharded_inbox() made, by the marker constraint Citus copies to it; an inbox made by inbox.create_inbox() is known on the coordinator only."),
+					 errhint("Claim through the coordinator, or use a sharded inbox co-located with the table.")));
 		ereport(ERROR,
 				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
 				 errmsg("\"%s\" is not an inbox", get_rel_name(relid)),

@@ -10,7 +10,7 @@ use warnings;
 use FindBin;
 use lib "$FindBin::RealBin/..";
 use CitusCluster;
-use IPC::Run;
+use Deliveries;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
@@ -163,70 +163,17 @@ sub delivery_sql
 	  : "SELECT inbox.transition_key('orders', ${o}::bigint, 'state', NULL, 'PAID')";
 }
 
-# A message's name in a script's output: "order kind version".
-sub message_name { return join ' ', @{ $_[0] }[ 0 .. 2 ]; }
-
-# A psql script of deliveries, each after an \echo of its message's name.
-sub script_of
-{
-	my $i = 0;
-	return join '',
-	  map { "\\echo '#" . message_name($_) . "'\n" . delivery_sql($_, $i++ % 2) . ";\n" } @_;
-}
-
-sub psql_command
-{
-	return [ 'psql', '-XAtq', '-h', $c->host, '-p', $c->port, '-d', 'postgres', '-f', '-' ];
-}
-
-# Count the acknowledged moves in a script's output; return the messages that were
-# acknowledged (answered), as "order kind version".
-sub ack_output
-{
-	my ($stdout) = @_;
-	my ($message, %acked);
-	foreach my $line (split /\n/, $stdout)
-	{
-		if ($line =~ /^#(\d+ \w+ \d+)$/) { $message = $1; next; }
-		next unless defined $message;
-		$acked{$message} = 1;
-		$moved{ (split / /, $message)[0] }++ if $line eq 'moved';
-		undef $message;
-	}
-	return %acked;
-}
-
-# Run a script of deliveries to its end with psql, from files (a child started
-# in the background then needs no pumping), and count its acknowledged moves.
-my $scripts = 0;
-sub start_script
-{
-	my $base = "$PostgreSQL::Test::Utils::tmp_check/writes_" . $scripts++;
-	PostgreSQL::Test::Utils::append_to_file("$base.sql", script_of(@_));
-	return ($base, IPC::Run::start(psql_command(), '<', "$base.sql", '>', "$base.out",
-			'2>', "$base.err"));
-}
-sub finish_script
-{
-	my ($base, $run) = @_;
-	$run->finish;
-	my %acked = ack_output(PostgreSQL::Test::Utils::slurp_file("$base.out"));
-	return (PostgreSQL::Test::Utils::slurp_file("$base.err"), \%acked);
-}
-
-# Deliver messages as a broker does: again and again until each was acknowledged
-# (a call that failed, say on a connection the restarted worker dropped, is delivered
-# again), in the order given.
-sub deliver_all
-{
-	my @pending = @_;
-	for (my $round = 0; @pending && $round < 10; $round++)
-	{
-		my (undef, $acked) = finish_script(start_script(@pending));
-		@pending = grep { !$acked->{ message_name($_) } } @pending;
-	}
-	note scalar(@pending) . ' messages never acknowledged' if @pending;
-}
+my $deliveries = Deliveries->new(
+	node  => $c,
+	name  => 'writes',
+	label => sub { join ' ', @{ $_[0] }[ 0 .. 2 ] },
+	# Half the deliveries through on_order (delegated), half direct.
+	sql   => sub { delivery_sql($_[0], $_[1] % 2) },
+	acked => sub {
+		my ($label, $answer) = @_;
+		$moved{ (split / /, $label)[0] }++ if $answer eq 'moved';
+		return 1;
+	});
 
 # The orders as one application of every message leaves them: the last version's
 # amount, paid.
@@ -241,61 +188,15 @@ sub check_orders
 		"$what: no order was moved to PAID twice");
 }
 
-# 4a. kill -9 of a worker while a script delivers.
-my @load = messages_of(100, 399);
-my @script = start_script(@load);
-my $victim = $workers[0];
-$c->poll_query_until('postgres', q{SELECT count(*) > 20 FROM orders WHERE id >= 100})
-  or die 'the load never started';
-$victim->kill9;
-my ($err_k) = finish_script(@script);
-# A worker backend that sees its postmaster die may send its FATAL between two
-# commands; Citus 13's notice receiver raises it again at FATAL on the coordinator,
-# whose session then ends (psql stops).  Either way the unacknowledged messages are
-# delivered again below, as a broker would after a consumer lost its connection.
-note 'errors while the worker was down: ' . scalar(() = $err_k =~ /ERROR|FATAL/g);
-ok($err_k =~ /ERROR|FATAL/, 'deliveries failed while the worker was down (the kill came mid-load)');
-CitusCluster::restart_killed($victim);
-deliver_all(@load);
-deliver_all(reverse @load);
-check_orders(100, 399, 'after kill -9 of a worker and redelivery');
-
-# 4b. Shard moves, in both transfer modes, while deliveries run.
-my $round = 0;
-foreach my $mode (qw(block_writes force_logical))
-{
-	my ($shard, $src_port) = split /\|/, q1(
-		"SELECT shardid, nodeport FROM citus_shards WHERE table_name = 'orders'::regclass
-		  ORDER BY shardid LIMIT 1");
-	my ($src) = grep { $_->port == $src_port } @workers;
-	my ($dst) = grep { $_->port != $src_port } @workers;
-	my $mover = $c->background_psql('postgres', on_error_stop => 0);
-	$mover->{stdin} .= sprintf(
-		"SELECT citus_move_shard_placement(%d, '%s', %d, '%s', %d, shard_transfer_mode => '%s');\n"
-		  . "\\echo '#moved'\n",
-		$shard, $src->host, $src->port, $dst->host, $dst->port, $mode);
-	$mover->{timeout}->start;
-	$mover->{run}->pump_nb;
-	my $first = 1000 + 100 * $round++;
-	my $next = $first;
-	# Rounds of 5 orders until the move is over (at least one during it).
-	do
-	{
-		deliver_all(messages_of($next, $next + 4));
-		$next += 5;
-		$mover->{run}->pump_nb;
-	} while ($mover->{stdout} !~ /#moved/ && $next < $first + 90);
-	$mover->{run}->pump until $mover->{stdout} =~ /#moved/ || $mover->{timeout}->is_expired;
-	note "the $mode move: stdout $mover->{stdout}, stderr $mover->{stderr}, "
-	  . ($next - $first) / 5 . ' rounds';
-	unlike($mover->{stderr}, qr/ERROR/, "the $mode move succeeds while consumers deliver");
-	$mover->quit;
-	is(q1("SELECT nodeport FROM citus_shards WHERE shardid = $shard"), $dst->port,
-		"the $mode move put the shard on the other worker");
-	my @all = messages_of($first, $next - 1);
-	deliver_all(reverse @all);
-	check_orders($first, $next - 1, "around a $mode shard move");
-}
+Deliveries::faults(
+	deliveries  => $deliveries,
+	coordinator => $c,
+	workers     => \@workers,
+	messages    => \&messages_of,
+	check       => \&check_orders,
+	killed      => [ 100, 399 ],
+	started     => q{SELECT count(*) > 20 FROM orders WHERE id >= 100},
+	table       => 'orders');
 
 $_->stop for ($coordinator, @workers);
 done_testing();

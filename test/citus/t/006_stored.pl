@@ -12,7 +12,7 @@ use warnings;
 use FindBin;
 use lib "$FindBin::RealBin/..";
 use CitusCluster;
-use IPC::Run;
+use Deliveries;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
@@ -91,8 +91,12 @@ is(q1(q{SELECT pg_relation_size('keys')}), '0', 'the shell stayed empty');
 #    answers, and no wait for another transaction's claim.
 # ---------------------------------------------------------------------------
 
-q1(q{
-CREATE FUNCTION pay(acc bigint, id text, amount bigint) RETURNS text LANGUAGE plpgsql AS $$
+# pay and charge are delegated to the worker of their account; pay_routed and
+# charge_routed, the same bodies, run on the coordinator, their statements routed.
+foreach my $suffix ('', '_routed')
+{
+	q1(qq{
+CREATE FUNCTION pay$suffix(acc bigint, id text, amount bigint) RETURNS text LANGUAGE plpgsql AS \$\$
 DECLARE
     status text := inbox.try_claim_sharded('keys', acc, id);
 BEGIN
@@ -102,8 +106,8 @@ BEGIN
         PERFORM inbox.complete_sharded('keys', acc, id, jsonb_build_object('paid', amount));
     END IF;
     RETURN status;
-END $$;
-CREATE FUNCTION charge(acc bigint, key text, amount bigint) RETURNS text LANGUAGE plpgsql AS $$
+END \$\$;
+CREATE FUNCTION charge$suffix(acc bigint, key text, amount bigint) RETURNS text LANGUAGE plpgsql AS \$\$
 DECLARE
     lease record;
 BEGIN
@@ -114,34 +118,11 @@ BEGIN
         PERFORM inbox.finish_sharded('keys', acc, key, lease.token, jsonb_build_object('charged', amount));
     END IF;
     RETURN lease.status;
-END $$;
-SELECT create_distributed_function('pay(bigint,text,bigint)', 'acc', colocate_with := 'keys');
-SELECT create_distributed_function('charge(bigint,text,bigint)', 'acc', colocate_with := 'keys');
--- The same bodies, not distributed: run on the coordinator, their statements routed.
-CREATE FUNCTION pay_routed(acc bigint, id text, amount bigint) RETURNS text LANGUAGE plpgsql AS $$
-DECLARE
-    status text := inbox.try_claim_sharded('keys', acc, id);
-BEGIN
-    IF status = 'claimed' THEN
-        INSERT INTO accounts VALUES (acc, amount)
-            ON CONFLICT (account) DO UPDATE SET balance = accounts.balance + amount;
-        PERFORM inbox.complete_sharded('keys', acc, id, jsonb_build_object('paid', amount));
-    END IF;
-    RETURN status;
-END $$;
-CREATE FUNCTION charge_routed(acc bigint, key text, amount bigint) RETURNS text LANGUAGE plpgsql AS $$
-DECLARE
-    lease record;
-BEGIN
-    SELECT * INTO lease FROM inbox.acquire_sharded('keys', acc, key, '1 minute',
-                                                   inbox.fingerprint(jsonb_build_object('amount', amount)));
-    IF lease.status = 'acquired' THEN
-        INSERT INTO charges VALUES (acc, key, amount);
-        PERFORM inbox.finish_sharded('keys', acc, key, lease.token, jsonb_build_object('charged', amount));
-    END IF;
-    RETURN lease.status;
-END $$;
+END \$\$;
 });
+}
+q1(q{SELECT create_distributed_function('pay(bigint,text,bigint)', 'acc', colocate_with := 'keys');
+     SELECT create_distributed_function('charge(bigint,text,bigint)', 'acc', colocate_with := 'keys')});
 my (undef, undef, $err) = $c->psql('postgres',
 	q{SET citus.log_remote_commands = on; SET client_min_messages = log;
 	  SELECT pay(10, 'p0', 5)});
@@ -233,63 +214,17 @@ sub messages_of
 	} $first .. $last;
 }
 
-sub message_name { return join ' ', @{ $_[0] }[ 0 .. 2 ]; }
-
-sub script_of
-{
-	my $i = 0;
-	return join '', map {
-		my ($a, $kind, $id, $amount) = @$_;
-		my $fn = $kind . ($i++ % 2 ? '_routed' : '');
-		"\\echo '#" . message_name($_) . "'\nSELECT $fn($a, '$id', $amount);\n"
-	} @_;
-}
-
-sub psql_command
-{
-	return [ 'psql', '-XAtq', '-h', $c->host, '-p', $c->port, '-d', 'postgres', '-f', '-' ];
-}
-
-sub ack_output
-{
-	my ($stdout) = @_;
-	my ($message, %acked);
-	foreach my $line (split /\n/, $stdout)
-	{
-		if ($line =~ /^#(\d+ \w+ \w+)$/) { $message = $1; next; }
-		next unless defined $message;
-		$acked{$message} = 1 unless $line eq 'in_progress';
-		undef $message;
-	}
-	return %acked;
-}
-
-my $scripts = 0;
-sub start_script
-{
-	my $base = "$PostgreSQL::Test::Utils::tmp_check/stored_" . $scripts++;
-	PostgreSQL::Test::Utils::append_to_file("$base.sql", script_of(@_));
-	return ($base, IPC::Run::start(psql_command(), '<', "$base.sql", '>', "$base.out",
-			'2>', "$base.err"));
-}
-sub finish_script
-{
-	my ($base, $run) = @_;
-	$run->finish;
-	my %acked = ack_output(PostgreSQL::Test::Utils::slurp_file("$base.out"));
-	return (PostgreSQL::Test::Utils::slurp_file("$base.err"), \%acked);
-}
-
-sub deliver_all
-{
-	my @pending = @_;
-	for (my $round = 0; @pending && $round < 10; $round++)
-	{
-		my (undef, $acked) = finish_script(start_script(@pending));
-		@pending = grep { !$acked->{ message_name($_) } } @pending;
-	}
-	note scalar(@pending) . ' messages never acknowledged' if @pending;
-}
+my $deliveries = Deliveries->new(
+	node  => $c,
+	name  => 'stored',
+	label => sub { join ' ', @{ $_[0] }[ 0 .. 2 ] },
+	# Half the deliveries to the delegated functions, half to the routed ones.
+	sql => sub {
+		my ($m, $i) = @_;
+		my ($a, $kind, $id, $amount) = @$m;
+		return "SELECT $kind" . ($i % 2 ? '_routed' : '') . "($a, '$id', $amount)";
+	},
+	acked => sub { $_[1] ne 'in_progress' });
 
 # Every account as one application of each message leaves it.
 sub check_accounts
@@ -308,59 +243,20 @@ sub check_accounts
 		5 * ($last - $first + 1), "$what: every message has its result, no lease left running");
 }
 
-# 3a. kill -9 of a worker while a script delivers.
-my @load = messages_of(100, 299);
-my @script = start_script(@load);
-my $victim = $workers[0];
-$c->poll_query_until('postgres', q{SELECT count(*) > 20 FROM accounts WHERE account >= 100})
-  or die 'the load never started';
-$victim->kill9;
-my ($err_k) = finish_script(@script);
-note 'errors while the worker was down: ' . scalar(() = $err_k =~ /ERROR|FATAL/g);
-ok($err_k =~ /ERROR|FATAL/, 'deliveries failed while the worker was down (the kill came mid-load)');
-# A dead worker adds nothing to the coordinator's counters and is no error.
-like(q1(q{SELECT claims FROM inbox.stats WHERE inbox = 'keys'::regclass}), qr/^\d+$/,
-	'inbox.stats answers on the coordinator while a worker is down');
-CitusCluster::restart_killed($victim);
-deliver_all(@load);
-deliver_all(reverse @load);
-check_accounts(100, 299, 'after kill -9 of a worker and redelivery');
-
-# 3b. Shard moves, in both transfer modes, while deliveries run.
-my $round = 0;
-foreach my $mode (qw(block_writes force_logical))
-{
-	my ($shard, $src_port) = split /\|/, q1(
-		"SELECT shardid, nodeport FROM citus_shards WHERE table_name = 'keys'::regclass
-		  ORDER BY shardid LIMIT 1");
-	my ($src) = grep { $_->port == $src_port } @workers;
-	my ($dst) = grep { $_->port != $src_port } @workers;
-	my $mover = $c->background_psql('postgres', on_error_stop => 0);
-	$mover->{stdin} .= sprintf(
-		"SELECT citus_move_shard_placement(%d, '%s', %d, '%s', %d, shard_transfer_mode => '%s');\n"
-		  . "\\echo '#moved'\n",
-		$shard, $src->host, $src->port, $dst->host, $dst->port, $mode);
-	$mover->{timeout}->start;
-	$mover->{run}->pump_nb;
-	my $first = 1000 + 100 * $round++;
-	my $next = $first;
-	do
-	{
-		deliver_all(messages_of($next, $next + 4));
-		$next += 5;
-		$mover->{run}->pump_nb;
-	} while ($mover->{stdout} !~ /#moved/ && $next < $first + 90);
-	$mover->{run}->pump until $mover->{stdout} =~ /#moved/ || $mover->{timeout}->is_expired;
-	note "the $mode move: stdout $mover->{stdout}, stderr $mover->{stderr}, "
-	  . ($next - $first) / 5 . ' rounds';
-	unlike($mover->{stderr}, qr/ERROR/, "the $mode move succeeds while consumers deliver");
-	$mover->quit;
-	is(q1("SELECT nodeport FROM citus_shards WHERE shardid = $shard"), $dst->port,
-		"the $mode move put the shard on the other worker");
-	my @all = messages_of($first, $next - 1);
-	deliver_all(reverse @all);
-	check_accounts($first, $next - 1, "around a $mode shard move");
-}
+Deliveries::faults(
+	deliveries  => $deliveries,
+	coordinator => $c,
+	workers     => \@workers,
+	messages    => \&messages_of,
+	check       => \&check_accounts,
+	killed      => [ 100, 299 ],
+	started     => q{SELECT count(*) > 20 FROM accounts WHERE account >= 100},
+	# A dead worker adds nothing to the coordinator's counters and is no error.
+	while_down => sub {
+		like(q1(q{SELECT claims FROM inbox.stats WHERE inbox = 'keys'::regclass}), qr/^\d+$/,
+			'inbox.stats answers on the coordinator while a worker is down');
+	},
+	table => 'keys');
 
 $_->stop for ($coordinator, @workers);
 done_testing();
