@@ -135,6 +135,45 @@ citus_distribution_column(Oid relid)
 }
 
 /*
+ * The statement of citus_local_shard for values of one type, planned once per
+ * backend: parsing and planning it cost more than running it, once a claim.
+ * (The plan cache replans it when Citus's catalogs change.)
+ */
+static SPIPlanPtr
+local_shard_plan(Oid type)
+{
+	static struct
+	{
+		Oid			type;
+		SPIPlanPtr	plan;
+	}			plans[8];
+	static int	nplans = 0;
+	Oid			argtypes[2] = {OIDOID, type};
+	SPIPlanPtr	plan;
+
+	for (int i = 0; i < nplans; i++)
+		if (plans[i].type == type)
+			return plans[i].plan;
+	plan = SPI_prepare("SELECT pg_catalog.to_regclass(pg_catalog.shard_name($1, s.shardid, false)) "
+					   "FROM (SELECT pg_catalog.get_shard_id_for_distribution_column($1, $2) "
+					   "AS shardid) AS s "
+					   "WHERE EXISTS (SELECT FROM pg_catalog.pg_dist_placement AS p "
+					   "WHERE p.shardid OPERATOR(pg_catalog.=) s.shardid "
+					   "AND p.groupid OPERATOR(pg_catalog.=) "
+					   "(SELECT groupid FROM pg_catalog.pg_dist_local_group))",
+					   2, argtypes);
+	if (plan == NULL)
+		elog(ERROR, "could not plan the shard lookup: %s", SPI_result_code_string(SPI_result));
+	/* Shard keys are of few types (one per inbox); past that, planned each time. */
+	if (nplans == lengthof(plans))
+		return plan;
+	SPI_keepplan(plan);
+	plans[nplans].type = type;
+	plans[nplans].plan = plan;
+	return plans[nplans++].plan;
+}
+
+/*
  * The shard of Citus table relid that holds distribution column value (of
  * type, NULL for a reference table), when this node holds a placement of it:
  * inside a function Citus delegated to the worker holding the row.  InvalidOid
@@ -145,20 +184,13 @@ citus_distribution_column(Oid relid)
 Oid
 citus_local_shard(Oid relid, Datum value, Oid type, bool isnull)
 {
-	Oid			argtypes[2] = {OIDOID, isnull ? TEXTOID : type};
 	Datum		values[2] = {ObjectIdGetDatum(relid), value};
 	char		nulls[2] = {' ', isnull ? 'n' : ' '};
 	Oid			shard = InvalidOid;
 
 	spi_connect();
-	if (SPI_execute_with_args("SELECT pg_catalog.to_regclass(pg_catalog.shard_name($1, s.shardid, false)) "
-							  "FROM (SELECT pg_catalog.get_shard_id_for_distribution_column($1, $2) "
-							  "AS shardid) AS s "
-							  "WHERE EXISTS (SELECT FROM pg_catalog.pg_dist_placement AS p "
-							  "WHERE p.shardid OPERATOR(pg_catalog.=) s.shardid "
-							  "AND p.groupid OPERATOR(pg_catalog.=) "
-							  "(SELECT groupid FROM pg_catalog.pg_dist_local_group))",
-							  2, argtypes, values, nulls, true, 1) != SPI_OK_SELECT)
+	if (SPI_execute_plan(local_shard_plan(isnull ? TEXTOID : type), values, nulls, true, 1) !=
+		SPI_OK_SELECT)
 		elog(ERROR, "could not look up the shard of relation %u", relid);
 	if (SPI_processed == 1)
 	{

@@ -206,16 +206,24 @@ shard_matches(const InboxInfo *inbox, Relation shard, AttrNumber *columns)
 static Oid
 local_shard(InboxInfo *inbox, Datum message_id, const Datum *shard, AttrNumber *columns)
 {
-	char	   *column = citus_distribution_column(inbox->relid);
 	Oid			relid;
 	Relation	rel;
 	bool		same;
 
-	if (column == NULL)
+	if (!inbox->citus_column_known)
+	{
+		char	   *column = citus_distribution_column(inbox->relid);
+
+		/* A name not found (-1) matches no column: the claim is then read by a statement. */
+		inbox->citus_column = column == NULL ? InvalidAttrNumber :
+			get_attnum(inbox->relid, column) > 0 ? get_attnum(inbox->relid, column) : -1;
+		inbox->citus_column_known = true;
+	}
+	if (inbox->citus_column == InvalidAttrNumber)
 		relid = citus_local_shard(inbox->relid, (Datum) 0, InvalidOid, true);
-	else if (shard != NULL && get_attnum(inbox->relid, column) == inbox->shard_attnum)
+	else if (shard != NULL && inbox->citus_column == inbox->shard_attnum)
 		relid = citus_local_shard(inbox->relid, *shard, inbox->shard_type, false);
-	else if (get_attnum(inbox->relid, column) == inbox->key_attnum)
+	else if (inbox->citus_column == inbox->key_attnum)
 		relid = citus_local_shard(inbox->relid, message_id, inbox->keytype, false);
 	else
 		return InvalidOid;

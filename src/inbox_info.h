@@ -106,6 +106,11 @@ typedef struct InboxInfo
 									 * compared with the one given */
 	char	   *shard_column;	/* its quoted name, in cxt; NULL if none */
 	bool		distributed;	/* a Citus table: its rows live in shards */
+	bool		citus_column_known;	/* citus_column is read (claim_row.c), once a load:
+									 * Citus invalidates the table's relcache entry
+									 * when it redistributes it */
+	AttrNumber	citus_column;	/* then its distribution column; 0 for a reference
+								 * table, -1 for a name not found */
 	bool		routed;			/* every claim is one SQL statement, with nothing read
 								 * or written directly: distributed, or with a shard
 								 * key (claim_routed.c) */
