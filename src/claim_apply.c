@@ -252,9 +252,13 @@ inbox_claim_apply_sharded(PG_FUNCTION_ARGS)
  * messages join it).
  */
 
-/* The caller's value arrays, after conversion: one element per id, one dimension. */
+/*
+ * The caller's value arrays, after conversion: one element per id, one dimension.
+ * function: the name the errors give.
+ */
 static void
-check_value_arrays(StatementPlan *statement, const StatementArgs *args, int nids)
+check_value_arrays(StatementPlan *statement, const StatementArgs *args, int nids,
+				   const char *function)
 {
 	for (int i = 1; i < args->nargs; i++)
 	{
@@ -265,8 +269,8 @@ check_value_arrays(StatementPlan *statement, const StatementArgs *args, int nids
 		if (!OidIsValid(get_element_type(type)))
 			ereport(ERROR,
 					(errcode(ERRCODE_DATATYPE_MISMATCH),
-					 errmsg("argument %d of claim_apply_many must be an array, not type %s",
-							i, format_type_be(type)),
+					 errmsg("argument %d of %s must be an array, not type %s",
+							i, function, format_type_be(type)),
 					 errdetail("Each value argument is an array with one element per message id, read by the statement as $%d.",
 							   i + 1),
 					 errhint("Pass an array, and cast $%d in the statement if its type is not clear there, as in unnest($1, $%d::numeric[]).",
@@ -274,19 +278,19 @@ check_value_arrays(StatementPlan *statement, const StatementArgs *args, int nids
 		if (args->nulls[i] == 'n')
 			ereport(ERROR,
 					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-					 errmsg("argument %d of claim_apply_many must not be null", i),
+					 errmsg("argument %d of %s must not be null", i, function),
 					 errhint("Pass an array of nulls for values that are missing.")));
 		array = DatumGetArrayTypeP(args->values[i]);
 		n = ArrayGetNItems(ARR_NDIM(array), ARR_DIMS(array));
 		if (ARR_NDIM(array) > 1)
 			ereport(ERROR,
 					(errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),
-					 errmsg("argument %d of claim_apply_many must be a one-dimensional array", i)));
+					 errmsg("argument %d of %s must be a one-dimensional array", i, function)));
 		if (n != nids)
 			ereport(ERROR,
 					(errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),
-					 errmsg("argument %d of claim_apply_many has %d elements, not one per message id",
-							i, n),
+					 errmsg("argument %d of %s has %d elements, not one per message id",
+							i, function, n),
 					 errdetail_plural("The batch has %d message id.", "The batch has %d message ids.",
 									  nids, nids),
 					 errhint("Pass one value per message id, in the same order, as a one-dimensional array.")));
@@ -358,7 +362,8 @@ claim_batch_then_apply(InboxInfo *inbox, ClaimBatch *batch, const Datum *shard_k
 		int			nfresh = 0;
 
 		statement_cache_convert_args(statement, args->values, args->nulls);
-		check_value_arrays(statement, args, batch->nids);
+		check_value_arrays(statement, args, batch->nids,
+						   shard_key ? "claim_apply_many_sharded" : "claim_apply_many");
 		claim_batch_claim(batch, inbox, shard_key);
 		/* Asked before the statement runs, which may drop the inbox. */
 		for (int i = 0; i < batch->nids; i++)

@@ -231,6 +231,8 @@ citus_section() {
     printf '%s\n' "${rows1[@]}"
     check_citus_effects
     citus_stored_section
+    citus_dedup_section
+    citus_writes_section
 }
 
 # try_claim_sharded and complete_sharded in a delegated function (stored_ext) next to
@@ -264,4 +266,66 @@ citus_stored_section() {
     read -r b1 c1 n1 <<<"$out"
     line "  effects applied / fresh claims (must be equal): $b1 / $c1; claims without a result: $n1"
     [[ $b1 == "$c1" && $n1 == 0 ]] || die "a payment was applied twice, without its claim or its result"
+}
+
+# Rows into a distributed table deduplicated by inbox.dedup_trigger on a co-located
+# sharded inbox (dedup_ext) next to the hand-written PL/pgSQL trigger (dedup_hand).
+citus_dedup_section() {
+    local cfg label clients sync dup rows=() out r1 s1 d1 r2 s2 v
+    say "" "dedup_trigger, two workers, rows/s (medians): INSERT of one row through the coordinator;" \
+        "dedup_ext = a table with inbox.dedup_trigger on a co-located sharded inbox; dedup_hand = the" \
+        "PL/pgSQL trigger (INSERT ... ON CONFLICT DO NOTHING into its own table of seen ids)."
+    for v in citus_dedup_ext citus_dedup_hand; do
+        pgbench_tps "$v" 2 on prepared -T 1 -D workers=2 -D preload="$CITUS_PRELOAD" \
+            -D dup_pct=90 >/dev/null
+    done
+    line "  remote commands per row: dedup_ext $(remote_commands citus_dedup_ext 2)"
+    for cfg in "fresh c=$CITUS_CLIENTS sync=on|$CITUS_CLIENTS on 0" \
+               "dup90 c=$CITUS_CLIENTS sync=on|$CITUS_CLIENTS on 90"; do
+        label=${cfg%%|*}
+        read -r clients sync dup <<<"${cfg#*|}"
+        citus_sync "$sync"
+        citus_compare "$clients" "$sync" "-D dup_pct=$dup" citus_dedup_ext:2 citus_dedup_hand:2
+        rows+=("$(printf '%-24s %12.0f %12.0f %10s %7s' "$label" "${CMED[citus_dedup_ext:2]}" \
+            "${CMED[citus_dedup_hand:2]}" \
+            "$(ratio "${CMED[citus_dedup_ext:2]}" "${CMED[citus_dedup_hand:2]}")" "$CNOISE")")
+    done
+    printf '%-24s %12s %12s %10s %7s\n' config "dedup_ext/s" "dedup_hand/s" ext/hand spread
+    printf '%s\n' "${rows[@]}"
+    out=$(sql -F ' ' -c "
+        SELECT (SELECT count(*) FROM sink_ext), (SELECT count(*) FROM sink_seen) - $CITUS_PRELOAD,
+               (SELECT count(DISTINCT (account_id, id)) FROM sink_ext),
+               (SELECT count(*) FROM sink_hand), (SELECT count(*) FROM hand_sink_seen) - $CITUS_PRELOAD")
+    read -r r1 s1 d1 r2 s2 <<<"$out"
+    line "  rows stored / fresh claims (must be equal): dedup_ext $r1 / $s1 ($d1 distinct)," \
+        "dedup_hand $r2 / $s2"
+    [[ $r1 == "$s1" && $d1 == "$r1" && $r2 == "$s2" ]] || die "a row was stored twice or without its claim"
+}
+
+# inbox.upsert and inbox.transition_key in delegated functions (upsert_ext, move_ext)
+# next to the hand-written statements in delegated functions (upsert_hand, move_hand).
+citus_writes_section() {
+    local v answers
+    say "" "upsert and transition on a distributed table, two workers, calls/s (medians), each in a" \
+        "function delegated to the row's worker: upsert_ext = inbox.upsert, upsert_hand = INSERT ..." \
+        "ON CONFLICT DO UPDATE ... WHERE IS DISTINCT FROM; move_ext = inbox.transition_key," \
+        "move_hand = the guarded UPDATE (PENDING -> PAID, a replay once moved)."
+    for v in citus_upsert_ext citus_upsert_hand citus_move_ext citus_move_hand; do
+        pgbench_tps "$v" 2 on prepared -T 1 -D workers=2 -D preload="$CITUS_PRELOAD" \
+            -D dup_pct=0 >/dev/null
+    done
+    answers=$(sql -c "SELECT concat_ws(',', cw_upsert_ext(0, 7), cw_upsert_ext(0, 7),
+                                            cw_upsert_hand(0, 7), cw_upsert_hand(0, 7))")
+    line "  answers of a new row and its replay: $answers (ext: inserted,unchanged; hand: written,unchanged)"
+    [[ $answers == inserted,unchanged,written,unchanged ]] || die "upsert on a distributed table answered $answers"
+    citus_sync on
+    citus_compare "$CITUS_CLIENTS" on "" citus_upsert_ext:2 citus_upsert_hand:2 \
+        citus_move_ext:2 citus_move_hand:2
+    printf '%-24s %10s %10s %10s %10s %10s %10s %7s\n' config "upsert_ext" "upsert_hand" ext/hand \
+        "move_ext" "move_hand" ext/hand spread
+    printf '%-24s %10.0f %10.0f %10s %10.0f %10.0f %10s %7s\n' "c=$CITUS_CLIENTS sync=on" \
+        "${CMED[citus_upsert_ext:2]}" "${CMED[citus_upsert_hand:2]}" \
+        "$(ratio "${CMED[citus_upsert_ext:2]}" "${CMED[citus_upsert_hand:2]}")" \
+        "${CMED[citus_move_ext:2]}" "${CMED[citus_move_hand:2]}" \
+        "$(ratio "${CMED[citus_move_ext:2]}" "${CMED[citus_move_hand:2]}")" "$CNOISE"
 }

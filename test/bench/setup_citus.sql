@@ -137,3 +137,81 @@ INSERT INTO keys_inbox (account_id, message_id, result)
 INSERT INTO hand_keys (account_id, message_id, result)
     SELECT 1 + g % 1000, g::text, '{"paid": 1}' FROM generate_series(1, :preload) g;
 VACUUM (FREEZE, ANALYZE) stored_accounts, keys_inbox, hand_keys;
+
+-- ---- dedup_trigger on a distributed table ---------------------------------------
+-- Rows inserted through the coordinator into a table co-located with a sharded inbox:
+-- sink_ext deduplicates with inbox.dedup_trigger, sink_hand with the PL/pgSQL trigger a
+-- user would write (INSERT ... ON CONFLICT DO NOTHING into its own co-located table of
+-- seen ids, the row dropped when that inserted nothing).  Both fire on the worker.
+SELECT inbox.create_sharded_inbox('sink_seen', 'account_id', 'bigint');
+SELECT create_distributed_table('sink_seen', 'account_id', colocate_with => 'accounts');
+CREATE TABLE sink_ext (account_id bigint NOT NULL, id text NOT NULL, amount bigint NOT NULL);
+SELECT create_distributed_table('sink_ext', 'account_id', colocate_with => 'accounts');
+CREATE TABLE hand_sink_seen (account_id bigint NOT NULL, message_id text NOT NULL,
+    claimed_at timestamptz NOT NULL DEFAULT now(), PRIMARY KEY (account_id, message_id));
+SELECT create_distributed_table('hand_sink_seen', 'account_id', colocate_with => 'accounts');
+CREATE TABLE sink_hand (account_id bigint NOT NULL, id text NOT NULL, amount bigint NOT NULL);
+SELECT create_distributed_table('sink_hand', 'account_id', colocate_with => 'accounts');
+CREATE FUNCTION hand_dedup() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  INSERT INTO hand_sink_seen (account_id, message_id) VALUES (NEW.account_id, NEW.id)
+    ON CONFLICT DO NOTHING;
+  IF FOUND THEN
+    RETURN NEW;
+  END IF;
+  RETURN NULL;
+END $$;
+SET citus.enable_unsafe_triggers = on;
+CREATE TRIGGER sink_ext_dedup BEFORE INSERT ON sink_ext
+    FOR EACH ROW EXECUTE FUNCTION inbox.dedup_trigger('sink_seen', 'id');
+CREATE TRIGGER sink_hand_dedup BEFORE INSERT ON sink_hand
+    FOR EACH ROW EXECUTE FUNCTION hand_dedup();
+RESET citus.enable_unsafe_triggers;
+INSERT INTO sink_seen (account_id, message_id)
+    SELECT 1 + g % 1000, g::text FROM generate_series(1, :preload) g;
+INSERT INTO hand_sink_seen (account_id, message_id)
+    SELECT 1 + g % 1000, g::text FROM generate_series(1, :preload) g;
+VACUUM (FREEZE, ANALYZE) sink_seen, hand_sink_seen;
+
+-- ---- upsert and transition on distributed tables ----------------------------------
+-- Delegated functions that write one row of a distributed table: cw_upsert_ext calls
+-- inbox.upsert and cw_move_ext inbox.transition_key; cw_upsert_hand and cw_move_hand
+-- are the statements written by hand (INSERT ... ON CONFLICT DO UPDATE ... WHERE
+-- IS DISTINCT FROM; the guarded UPDATE).  Rows 1..100000 start PENDING.
+CREATE TABLE cw_ext (id bigint PRIMARY KEY, status text NOT NULL, amount int,
+                     state text NOT NULL DEFAULT 'PENDING');
+SELECT create_distributed_table('cw_ext', 'id', colocate_with => 'accounts');
+CREATE TABLE cw_hand (id bigint PRIMARY KEY, status text NOT NULL, amount int,
+                      state text NOT NULL DEFAULT 'PENDING');
+SELECT create_distributed_table('cw_hand', 'id', colocate_with => 'accounts');
+INSERT INTO cw_ext (id, status, amount) SELECT g, 'NEW', 50 FROM generate_series(1, 100000) g;
+INSERT INTO cw_hand (id, status, amount) SELECT g, 'NEW', 50 FROM generate_series(1, 100000) g;
+CREATE FUNCTION cw_upsert_ext(rid bigint, amt int) RETURNS text LANGUAGE plpgsql AS $$
+BEGIN
+  RETURN inbox.upsert('cw_ext', jsonb_build_object('id', rid, 'status', 'PAID', 'amount', amt));
+END $$;
+CREATE FUNCTION cw_upsert_hand(rid bigint, amt int) RETURNS text LANGUAGE plpgsql AS $$
+DECLARE n int;
+BEGIN
+  INSERT INTO cw_hand AS t (id, status, amount) VALUES (rid, 'PAID', amt)
+    ON CONFLICT (id) DO UPDATE SET status = EXCLUDED.status, amount = EXCLUDED.amount
+    WHERE (t.status, t.amount) IS DISTINCT FROM (EXCLUDED.status, EXCLUDED.amount);
+  GET DIAGNOSTICS n = ROW_COUNT;
+  RETURN CASE WHEN n = 1 THEN 'written' ELSE 'unchanged' END;
+END $$;
+CREATE FUNCTION cw_move_ext(rid bigint) RETURNS text LANGUAGE plpgsql AS $$
+BEGIN
+  RETURN inbox.transition_key('cw_ext', rid, 'state', '{PENDING}', 'PAID');
+END $$;
+CREATE FUNCTION cw_move_hand(rid bigint) RETURNS text LANGUAGE plpgsql AS $$
+DECLARE n int;
+BEGIN
+  UPDATE cw_hand SET state = 'PAID' WHERE id = rid AND state = 'PENDING';
+  GET DIAGNOSTICS n = ROW_COUNT;
+  RETURN CASE WHEN n = 1 THEN 'moved' ELSE 'already' END;
+END $$;
+SELECT create_distributed_function('cw_upsert_ext(bigint,int)', '$1', colocate_with := 'accounts');
+SELECT create_distributed_function('cw_upsert_hand(bigint,int)', '$1', colocate_with := 'accounts');
+SELECT create_distributed_function('cw_move_ext(bigint)', '$1', colocate_with := 'accounts');
+SELECT create_distributed_function('cw_move_hand(bigint)', '$1', colocate_with := 'accounts');
+VACUUM (FREEZE, ANALYZE) cw_ext, cw_hand;

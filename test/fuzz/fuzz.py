@@ -581,6 +581,10 @@ DEDUP_TRIGGERS = [
     ("registry", "'inbox.registry', 'event_id'"), ("jsonb_column", "'fz.events_seen', 'payload'"),
     ("system_column", "'fz.events_seen', 'ctid'"), ("temp_inbox_name", "'pg_temp.tshape', 'event_id'"),
     ("good", "'fz.events_seen', 'event_id'"), ("empty_names", "'', ''"),
+    ("sharded_no_key_column", "'fz.sb', 'event_id'"), ("sharded_key_n", "'fz.sb', 'event_id', 'n'"),
+    ("sharded_key_jsonb", "'fz.sb', 'event_id', 'payload'"), ("sharded_key_system", "'fz.sb', 'event_id', 'ctid'"),
+    ("sharded_text_key_uuid_ids", "'fz.st', 'event_id', 'event_id'"), ("sharded_int4_key", "'fz.s4', 'event_id', 'n'"),
+    ("sharded_key_empty", "'fz.sb', 'event_id', ''"),
 ]
 DEDUP_TIMINGS = ["BEFORE INSERT", "AFTER INSERT", "BEFORE UPDATE", "BEFORE INSERT OR UPDATE"]
 
