@@ -321,9 +321,9 @@ citus_writes_section() {
     citus_sync on
     citus_compare "$CITUS_CLIENTS" on "" citus_upsert_ext:2 citus_upsert_hand:2 \
         citus_move_ext:2 citus_move_hand:2
-    printf '%-24s %10s %10s %10s %10s %10s %10s %7s\n' config "upsert_ext" "upsert_hand" ext/hand \
+    printf '%-24s %11s %11s %10s %11s %11s %10s %7s\n' config "upsert_ext" "upsert_hand" ext/hand \
         "move_ext" "move_hand" ext/hand spread
-    printf '%-24s %10.0f %10.0f %10s %10.0f %10.0f %10s %7s\n' "c=$CITUS_CLIENTS sync=on" \
+    printf '%-24s %11.0f %11.0f %10s %11.0f %11.0f %10s %7s\n' "c=$CITUS_CLIENTS sync=on" \
         "${CMED[citus_upsert_ext:2]}" "${CMED[citus_upsert_hand:2]}" \
         "$(ratio "${CMED[citus_upsert_ext:2]}" "${CMED[citus_upsert_hand:2]}")" \
         "${CMED[citus_move_ext:2]}" "${CMED[citus_move_hand:2]}" \
