@@ -235,30 +235,38 @@ citus_section() {
     citus_writes_section
 }
 
-# try_claim_sharded and complete_sharded in a delegated function (stored_ext) next to
-# the hand-written delegated function with a result column (stored_hand), two workers.
-citus_stored_section() {
-    local cfg label clients sync dup rows=() out b1 c1 n1 v
-    say "" "stored columns, two workers, messages/s (medians): stored_ext = a delegated function" \
-        "calling inbox.try_claim_sharded, the UPDATE and inbox.complete_sharded; stored_hand = the" \
-        "hand-written one (INSERT ... ON CONFLICT DO NOTHING with the result, then the UPDATE)."
-    for v in citus_stored_ext citus_stored_hand; do
+# One extension script against its hand-written twin, two workers: a warm-up, the
+# remote commands of the extension's, then fresh and dup90 messages with 8 clients,
+# on, interleaved; prints the table.  $1 the extension's script (citus_<x>_ext), $2
+# the hand-written one, $3 and $4 their column headings.
+citus_pair_compare() {
+    local ext=$1 hand=$2 cfg label clients sync dup rows=() v
+    for v in "$ext" "$hand"; do
         pgbench_tps "$v" 2 on prepared -T 1 -D workers=2 -D preload="$CITUS_PRELOAD" \
             -D dup_pct=90 >/dev/null
     done
-    line "  remote commands per message: stored_ext $(remote_commands citus_stored_ext 2)"
+    line "  remote commands: ${ext#citus_} $(remote_commands "$ext" 2)"
     for cfg in "fresh c=$CITUS_CLIENTS sync=on|$CITUS_CLIENTS on 0" \
                "dup90 c=$CITUS_CLIENTS sync=on|$CITUS_CLIENTS on 90"; do
         label=${cfg%%|*}
         read -r clients sync dup <<<"${cfg#*|}"
         citus_sync "$sync"
-        citus_compare "$clients" "$sync" "-D dup_pct=$dup" citus_stored_ext:2 citus_stored_hand:2
-        rows+=("$(printf '%-24s %12.0f %12.0f %10s %7s' "$label" "${CMED[citus_stored_ext:2]}" \
-            "${CMED[citus_stored_hand:2]}" \
-            "$(ratio "${CMED[citus_stored_ext:2]}" "${CMED[citus_stored_hand:2]}")" "$CNOISE")")
+        citus_compare "$clients" "$sync" "-D dup_pct=$dup" "$ext:2" "$hand:2"
+        rows+=("$(printf '%-24s %12.0f %12.0f %10s %7s' "$label" "${CMED[$ext:2]}" \
+            "${CMED[$hand:2]}" "$(ratio "${CMED[$ext:2]}" "${CMED[$hand:2]}")" "$CNOISE")")
     done
-    printf '%-24s %12s %12s %10s %7s\n' config "stored_ext/s" "stored_hand/s" ext/hand spread
+    printf '%-24s %12s %12s %10s %7s\n' config "$3" "$4" ext/hand spread
     printf '%s\n' "${rows[@]}"
+}
+
+# try_claim_sharded and complete_sharded in a delegated function (stored_ext) next to
+# the hand-written delegated function with a result column (stored_hand), two workers.
+citus_stored_section() {
+    local out b1 c1 n1
+    say "" "stored columns, two workers, messages/s (medians): stored_ext = a delegated function" \
+        "calling inbox.try_claim_sharded, the UPDATE and inbox.complete_sharded; stored_hand = the" \
+        "hand-written one (INSERT ... ON CONFLICT DO NOTHING with the result, then the UPDATE)."
+    citus_pair_compare citus_stored_ext citus_stored_hand "stored_ext/s" "stored_hand/s"
     out=$(sql -F ' ' -c "
         SELECT (SELECT sum(balance) FROM stored_accounts),
                (SELECT count(*) FROM keys_inbox) + (SELECT count(*) FROM hand_keys) - 2 * $CITUS_PRELOAD,
@@ -271,27 +279,11 @@ citus_stored_section() {
 # Rows into a distributed table deduplicated by inbox.dedup_trigger on a co-located
 # sharded inbox (dedup_ext) next to the hand-written PL/pgSQL trigger (dedup_hand).
 citus_dedup_section() {
-    local cfg label clients sync dup rows=() out r1 s1 d1 r2 s2 v
+    local out r1 s1 d1 r2 s2
     say "" "dedup_trigger, two workers, rows/s (medians): INSERT of one row through the coordinator;" \
         "dedup_ext = a table with inbox.dedup_trigger on a co-located sharded inbox; dedup_hand = the" \
         "PL/pgSQL trigger (INSERT ... ON CONFLICT DO NOTHING into its own table of seen ids)."
-    for v in citus_dedup_ext citus_dedup_hand; do
-        pgbench_tps "$v" 2 on prepared -T 1 -D workers=2 -D preload="$CITUS_PRELOAD" \
-            -D dup_pct=90 >/dev/null
-    done
-    line "  remote commands per row: dedup_ext $(remote_commands citus_dedup_ext 2)"
-    for cfg in "fresh c=$CITUS_CLIENTS sync=on|$CITUS_CLIENTS on 0" \
-               "dup90 c=$CITUS_CLIENTS sync=on|$CITUS_CLIENTS on 90"; do
-        label=${cfg%%|*}
-        read -r clients sync dup <<<"${cfg#*|}"
-        citus_sync "$sync"
-        citus_compare "$clients" "$sync" "-D dup_pct=$dup" citus_dedup_ext:2 citus_dedup_hand:2
-        rows+=("$(printf '%-24s %12.0f %12.0f %10s %7s' "$label" "${CMED[citus_dedup_ext:2]}" \
-            "${CMED[citus_dedup_hand:2]}" \
-            "$(ratio "${CMED[citus_dedup_ext:2]}" "${CMED[citus_dedup_hand:2]}")" "$CNOISE")")
-    done
-    printf '%-24s %12s %12s %10s %7s\n' config "dedup_ext/s" "dedup_hand/s" ext/hand spread
-    printf '%s\n' "${rows[@]}"
+    citus_pair_compare citus_dedup_ext citus_dedup_hand "dedup_ext/s" "dedup_hand/s"
     out=$(sql -F ' ' -c "
         SELECT (SELECT count(*) FROM sink_ext), (SELECT count(*) FROM sink_seen) - $CITUS_PRELOAD,
                (SELECT count(DISTINCT (account_id, id)) FROM sink_ext),
