@@ -321,24 +321,33 @@ dedup_target(FunctionCallInfo fcinfo)
 	return target;
 }
 
-/* Claim id under the new row's shard key, read from the shard key column. */
-static bool
-claim_row_sharded(const DedupTarget *target, TriggerData *data, InboxInfo *inbox, Datum id)
+/* Column attnum of the new row, which must not be null: the id or the shard key. */
+static Datum
+new_row_value(TriggerData *data, AttrNumber attnum, bool shard_key)
 {
 	TupleDesc	desc = RelationGetDescr(data->tg_relation);
 	bool		isnull;
-	Datum		value = heap_getattr(data->tg_trigtuple, target->shard_attnum, desc, &isnull);
-	Datum		shard;
-	bool		claimed;
+	Datum		value = heap_getattr(data->tg_trigtuple, attnum, desc, &isnull);
 
 	if (isnull)
 		ereport(ERROR,
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("shard key must not be null"),
+				 shard_key ? errmsg("shard key must not be null") :
+				 errmsg("message id must not be null"),
 				 errdetail("Column \"%s\" of the new row in \"%s\" is null.",
-						   NameStr(TupleDescAttr(desc, target->shard_attnum - 1)->attname),
+						   NameStr(TupleDescAttr(desc, attnum - 1)->attname),
 						   RelationGetRelationName(data->tg_relation))));
-	shard = claim_routed_shard_value(inbox, target->shard_argtype, value);
+	return value;
+}
+
+/* Claim id under the new row's shard key, read from the shard key column. */
+static bool
+dedup_claim_sharded(const DedupTarget *target, TriggerData *data, InboxInfo *inbox, Datum id)
+{
+	Datum		shard = claim_routed_shard_value(inbox, target->shard_argtype,
+												 new_row_value(data, target->shard_attnum, true));
+	bool		claimed;
+
 	spi_connect();
 	claimed = claim_routed(inbox, id, &shard);
 	SPI_finish();
@@ -353,7 +362,6 @@ inbox_dedup_trigger(PG_FUNCTION_ARGS)
 	TriggerData *data = (TriggerData *) fcinfo->context;
 	HeapTuple	row = data->tg_trigtuple;
 	InboxInfo  *inbox;
-	bool		isnull;
 	Datum		value;
 	Datum		id;
 	bool		claimed;
@@ -366,16 +374,7 @@ inbox_dedup_trigger(PG_FUNCTION_ARGS)
 						data->tg_trigger->tgargs[0], data->tg_trigger->tgname)));
 	inbox = registry_lookup_relid(fcinfo, target->inbox, RowExclusiveLock,
 								  ACL_INSERT | ACL_SELECT);
-	value = heap_getattr(row, target->attnum, RelationGetDescr(data->tg_relation), &isnull);
-
-	if (isnull)
-		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("message id must not be null"),
-				 errdetail("Column \"%s\" of the new row in \"%s\" is null.",
-						   NameStr(TupleDescAttr(RelationGetDescr(data->tg_relation),
-												 target->attnum - 1)->attname),
-						   RelationGetRelationName(data->tg_relation))));
+	value = new_row_value(data, target->attnum, false);
 	if (target->widen)
 		value = Int64GetDatum(target->from_int2 ? (int64) DatumGetInt16(value) :
 							  (int64) DatumGetInt32(value));
@@ -386,7 +385,7 @@ inbox_dedup_trigger(PG_FUNCTION_ARGS)
 	id = message_id_from_element(value, false, target->idtype, inbox, 0);
 
 	if (target->shard_attnum != InvalidAttrNumber)
-		claimed = claim_row_sharded(target, data, inbox, id);
+		claimed = dedup_claim_sharded(target, data, inbox, id);
 	else
 		claimed = claim_one_connecting(inbox, id, target->held);
 
