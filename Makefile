@@ -45,7 +45,7 @@ REGRESS = inbox_admin claim claim_paths claim_many claim_apply claim_apply_args 
 	upgrade schema_capture shared_views trigger_arguments purge_as_owner \
 	shape_targets shape_rights transition_states shape_hostile force_path missing_relations \
 	sharded sharded_stored dedup_trigger_sharded untyped_params claim_apply_many typed_writes write_in_place dedup_trigger_held direct_parity \
-	hostile_identifiers warm_caches stream_groups failures outbox drop_extension
+	hostile_identifiers warm_caches stream_groups failures failures_sharded outbox drop_extension
 REGRESS_OPTS = --load-extension=idempotent_inbox
 
 ISOLATION = $(basename $(notdir $(sort $(wildcard test/specs/*.spec))))

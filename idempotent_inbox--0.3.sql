@@ -1144,6 +1144,7 @@ COMMENT ON FUNCTION inbox.claim_apply_many_sharded(pg_catalog.regclass, "any", p
 CREATE TABLE inbox.failures (
     inbox           pg_catalog.regclass NOT NULL,
     message_id      pg_catalog.text NOT NULL,
+    shard_key       pg_catalog.text,
     ordering_key    pg_catalog.text,
     attempts        pg_catalog.int4 NOT NULL
                     CONSTRAINT failures_attempts_check CHECK (attempts OPERATOR(pg_catalog.>=) 0),
@@ -1151,26 +1152,29 @@ CREATE TABLE inbox.failures (
     first_failed_at pg_catalog.timestamptz NOT NULL DEFAULT pg_catalog.now(),
     last_failed_at  pg_catalog.timestamptz NOT NULL DEFAULT pg_catalog.now(),
     quarantined_at  pg_catalog.timestamptz,
-    PRIMARY KEY (inbox, message_id)
+    CONSTRAINT failures_message_key UNIQUE NULLS NOT DISTINCT (inbox, message_id, shard_key)
 );
-CREATE INDEX failures_ordering_key_idx ON inbox.failures (inbox, ordering_key)
+CREATE INDEX failures_ordering_key_idx ON inbox.failures (inbox, shard_key, ordering_key)
     WHERE ordering_key IS NOT NULL;
 COMMENT ON TABLE inbox.failures IS
-    'failed attempts per message (0 after a retry, until a delivery applies it), and the quarantined messages; written only by record_failure, claim_in_order, retry, discard, forget, purge and the drop event trigger';
+    'failed attempts per message, by (message_id, shard_key) with shard_key NULL unless the inbox is sharded (0 after a retry, until a delivery applies it), and the quarantined messages; written only by record_failure, claim_in_order, retry, discard, forget, purge and the drop event trigger';
 SELECT pg_catalog.pg_extension_config_dump('inbox.failures', '');
 
 -- The messages claim_in_order turned away while an earlier one of their key held it.
+-- blocked_by is a message of the same shard key: a sharded inbox orders a key
+-- within one shard key value.
 CREATE TABLE inbox.blocked (
     inbox           pg_catalog.regclass NOT NULL,
     message_id      pg_catalog.text NOT NULL,
+    shard_key       pg_catalog.text,
     ordering_key    pg_catalog.text NOT NULL,
     blocked_by      pg_catalog.text NOT NULL,
     first_blocked_at pg_catalog.timestamptz NOT NULL DEFAULT pg_catalog.now(),
     last_blocked_at pg_catalog.timestamptz NOT NULL DEFAULT pg_catalog.now(),
     deliveries      pg_catalog.int4 NOT NULL DEFAULT 1,
-    PRIMARY KEY (inbox, message_id)
+    CONSTRAINT blocked_message_key UNIQUE NULLS NOT DISTINCT (inbox, message_id, shard_key)
 );
-CREATE INDEX blocked_ordering_key_idx ON inbox.blocked (inbox, ordering_key, first_blocked_at);
+CREATE INDEX blocked_ordering_key_idx ON inbox.blocked (inbox, shard_key, ordering_key, first_blocked_at);
 COMMENT ON TABLE inbox.blocked IS
     'messages claim_in_order answered blocked, until a claim of theirs or a verb on them; written only by claim_in_order, the verbs, purge and the drop event trigger';
 SELECT pg_catalog.pg_extension_config_dump('inbox.blocked', '');
@@ -1178,6 +1182,7 @@ SELECT pg_catalog.pg_extension_config_dump('inbox.blocked', '');
 CREATE TABLE inbox.audit_log (
     inbox       pg_catalog.regclass NOT NULL,
     message_id  pg_catalog.text NOT NULL,
+    shard_key   pg_catalog.text,
     verb        pg_catalog.text NOT NULL
                 CONSTRAINT audit_log_verb_check
                 CHECK (verb OPERATOR(pg_catalog.=) ANY (ARRAY['retry', 'discard', 'forget'])),
@@ -1319,18 +1324,147 @@ REVOKE ALL ON FUNCTION inbox.forget(pg_catalog.regclass, pg_catalog.int8, pg_cat
 REVOKE ALL ON FUNCTION inbox.set_max_attempts(pg_catalog.regclass, pg_catalog.int4) FROM PUBLIC;
 REVOKE ALL ON FUNCTION inbox.set_key_ordering(pg_catalog.regclass, pg_catalog.bool) FROM PUBLIC;
 
+/*
+ * The _sharded forms of the failure functions, for an inbox with a shard key:
+ * the shard key value second, before the message id, as every _sharded form
+ * takes it.  Their rows in failures, blocked and audit_log carry the shard key
+ * as text.  A sharded inbox orders a key within one shard key value.
+ */
+CREATE FUNCTION inbox.record_failure_sharded(inbox pg_catalog.regclass, shard_key "any",
+                                             message_id pg_catalog.text,
+                                             error pg_catalog.text, ordering_key pg_catalog.text DEFAULT NULL,
+                                             OUT status inbox.failure_status, OUT attempts pg_catalog.int4)
+RETURNS record AS 'MODULE_PATHNAME', 'inbox_record_failure'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+CREATE FUNCTION inbox.record_failure_sharded(inbox pg_catalog.regclass, shard_key "any",
+                                             message_id pg_catalog.uuid,
+                                             error pg_catalog.text, ordering_key pg_catalog.text DEFAULT NULL,
+                                             OUT status inbox.failure_status, OUT attempts pg_catalog.int4)
+RETURNS record AS 'MODULE_PATHNAME', 'inbox_record_failure'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+CREATE FUNCTION inbox.record_failure_sharded(inbox pg_catalog.regclass, shard_key "any",
+                                             message_id pg_catalog.int8,
+                                             error pg_catalog.text, ordering_key pg_catalog.text DEFAULT NULL,
+                                             OUT status inbox.failure_status, OUT attempts pg_catalog.int4)
+RETURNS record AS 'MODULE_PATHNAME', 'inbox_record_failure'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION inbox.record_failure_sharded(pg_catalog.regclass, "any", pg_catalog.text, pg_catalog.text, pg_catalog.text) IS
+    'record_failure of a sharded inbox: the shard key value, then the message id';
+COMMENT ON FUNCTION inbox.record_failure_sharded(pg_catalog.regclass, "any", pg_catalog.uuid, pg_catalog.text, pg_catalog.text) IS
+    'record_failure of a sharded inbox: the shard key value, then the message id';
+COMMENT ON FUNCTION inbox.record_failure_sharded(pg_catalog.regclass, "any", pg_catalog.int8, pg_catalog.text, pg_catalog.text) IS
+    'record_failure of a sharded inbox: the shard key value, then the message id';
+
+CREATE FUNCTION inbox.retry_sharded(inbox pg_catalog.regclass, shard_key "any",
+                                    message_id pg_catalog.text,
+                                    reason pg_catalog.text DEFAULT NULL)
+RETURNS boolean AS 'MODULE_PATHNAME', 'inbox_retry'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+CREATE FUNCTION inbox.retry_sharded(inbox pg_catalog.regclass, shard_key "any",
+                                    message_id pg_catalog.uuid,
+                                    reason pg_catalog.text DEFAULT NULL)
+RETURNS boolean AS 'MODULE_PATHNAME', 'inbox_retry'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+CREATE FUNCTION inbox.retry_sharded(inbox pg_catalog.regclass, shard_key "any",
+                                    message_id pg_catalog.int8,
+                                    reason pg_catalog.text DEFAULT NULL)
+RETURNS boolean AS 'MODULE_PATHNAME', 'inbox_retry'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION inbox.retry_sharded(pg_catalog.regclass, "any", pg_catalog.text, pg_catalog.text) IS
+    'retry of a sharded inbox''s message: the shard key value, then the message id';
+COMMENT ON FUNCTION inbox.retry_sharded(pg_catalog.regclass, "any", pg_catalog.uuid, pg_catalog.text) IS
+    'retry of a sharded inbox''s message: the shard key value, then the message id';
+COMMENT ON FUNCTION inbox.retry_sharded(pg_catalog.regclass, "any", pg_catalog.int8, pg_catalog.text) IS
+    'retry of a sharded inbox''s message: the shard key value, then the message id';
+
+CREATE FUNCTION inbox.discard_sharded(inbox pg_catalog.regclass, shard_key "any",
+                                      message_id pg_catalog.text,
+                                      reason pg_catalog.text DEFAULT NULL)
+RETURNS boolean AS 'MODULE_PATHNAME', 'inbox_discard'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+CREATE FUNCTION inbox.discard_sharded(inbox pg_catalog.regclass, shard_key "any",
+                                      message_id pg_catalog.uuid,
+                                      reason pg_catalog.text DEFAULT NULL)
+RETURNS boolean AS 'MODULE_PATHNAME', 'inbox_discard'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+CREATE FUNCTION inbox.discard_sharded(inbox pg_catalog.regclass, shard_key "any",
+                                      message_id pg_catalog.int8,
+                                      reason pg_catalog.text DEFAULT NULL)
+RETURNS boolean AS 'MODULE_PATHNAME', 'inbox_discard'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION inbox.discard_sharded(pg_catalog.regclass, "any", pg_catalog.text, pg_catalog.text) IS
+    'discard of a sharded inbox''s message: the shard key value, then the message id';
+COMMENT ON FUNCTION inbox.discard_sharded(pg_catalog.regclass, "any", pg_catalog.uuid, pg_catalog.text) IS
+    'discard of a sharded inbox''s message: the shard key value, then the message id';
+COMMENT ON FUNCTION inbox.discard_sharded(pg_catalog.regclass, "any", pg_catalog.int8, pg_catalog.text) IS
+    'discard of a sharded inbox''s message: the shard key value, then the message id';
+
+CREATE FUNCTION inbox.forget_sharded(inbox pg_catalog.regclass, shard_key "any",
+                                     message_id pg_catalog.text,
+                                     reason pg_catalog.text DEFAULT NULL)
+RETURNS boolean AS 'MODULE_PATHNAME', 'inbox_forget'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+CREATE FUNCTION inbox.forget_sharded(inbox pg_catalog.regclass, shard_key "any",
+                                     message_id pg_catalog.uuid,
+                                     reason pg_catalog.text DEFAULT NULL)
+RETURNS boolean AS 'MODULE_PATHNAME', 'inbox_forget'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+CREATE FUNCTION inbox.forget_sharded(inbox pg_catalog.regclass, shard_key "any",
+                                     message_id pg_catalog.int8,
+                                     reason pg_catalog.text DEFAULT NULL)
+RETURNS boolean AS 'MODULE_PATHNAME', 'inbox_forget'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION inbox.forget_sharded(pg_catalog.regclass, "any", pg_catalog.text, pg_catalog.text) IS
+    'forget of a sharded inbox''s message: the shard key value, then the message id';
+COMMENT ON FUNCTION inbox.forget_sharded(pg_catalog.regclass, "any", pg_catalog.uuid, pg_catalog.text) IS
+    'forget of a sharded inbox''s message: the shard key value, then the message id';
+COMMENT ON FUNCTION inbox.forget_sharded(pg_catalog.regclass, "any", pg_catalog.int8, pg_catalog.text) IS
+    'forget of a sharded inbox''s message: the shard key value, then the message id';
+
+CREATE FUNCTION inbox.claim_in_order_sharded(inbox pg_catalog.regclass, shard_key "any",
+                                             message_id pg_catalog.text,
+                                             ordering_key pg_catalog.text)
+RETURNS inbox.claim_status AS 'MODULE_PATHNAME', 'inbox_claim_in_order'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+CREATE FUNCTION inbox.claim_in_order_sharded(inbox pg_catalog.regclass, shard_key "any",
+                                             message_id pg_catalog.uuid,
+                                             ordering_key pg_catalog.text)
+RETURNS inbox.claim_status AS 'MODULE_PATHNAME', 'inbox_claim_in_order'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+CREATE FUNCTION inbox.claim_in_order_sharded(inbox pg_catalog.regclass, shard_key "any",
+                                             message_id pg_catalog.int8,
+                                             ordering_key pg_catalog.text)
+RETURNS inbox.claim_status AS 'MODULE_PATHNAME', 'inbox_claim_in_order'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION inbox.claim_in_order_sharded(pg_catalog.regclass, "any", pg_catalog.text, pg_catalog.text) IS
+    'claim_in_order of a sharded inbox: the shard key value, then the message id; a key is ordered within one shard key value';
+COMMENT ON FUNCTION inbox.claim_in_order_sharded(pg_catalog.regclass, "any", pg_catalog.uuid, pg_catalog.text) IS
+    'claim_in_order of a sharded inbox: the shard key value, then the message id; a key is ordered within one shard key value';
+COMMENT ON FUNCTION inbox.claim_in_order_sharded(pg_catalog.regclass, "any", pg_catalog.int8, pg_catalog.text) IS
+    'claim_in_order of a sharded inbox: the shard key value, then the message id; a key is ordered within one shard key value';
+
+REVOKE ALL ON FUNCTION inbox.retry_sharded(pg_catalog.regclass, "any", pg_catalog.text, pg_catalog.text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION inbox.retry_sharded(pg_catalog.regclass, "any", pg_catalog.uuid, pg_catalog.text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION inbox.retry_sharded(pg_catalog.regclass, "any", pg_catalog.int8, pg_catalog.text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION inbox.discard_sharded(pg_catalog.regclass, "any", pg_catalog.text, pg_catalog.text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION inbox.discard_sharded(pg_catalog.regclass, "any", pg_catalog.uuid, pg_catalog.text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION inbox.discard_sharded(pg_catalog.regclass, "any", pg_catalog.int8, pg_catalog.text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION inbox.forget_sharded(pg_catalog.regclass, "any", pg_catalog.text, pg_catalog.text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION inbox.forget_sharded(pg_catalog.regclass, "any", pg_catalog.uuid, pg_catalog.text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION inbox.forget_sharded(pg_catalog.regclass, "any", pg_catalog.int8, pg_catalog.text) FROM PUBLIC;
+
 -- has_table_privilege is NULL for a table that no longer exists: such rows are skipped.
 -- Within a key, position orders the messages as they hold it: the failing,
 -- quarantined or retried one first, then those blocked behind it.
 CREATE VIEW inbox.quarantine WITH (security_barrier) AS
-    SELECT m.inbox, m.message_id, m.ordering_key, m.state,
+    SELECT m.inbox, m.message_id, m.shard_key, m.ordering_key, m.state,
            CASE WHEN m.ordering_key IS NOT NULL
-                THEN pg_catalog.row_number() OVER (PARTITION BY m.inbox, m.ordering_key
+                THEN pg_catalog.row_number() OVER (PARTITION BY m.inbox, m.shard_key, m.ordering_key
                                                    ORDER BY m.held, m.since, m.message_id)
            END AS position,
            m.blocked_by, m.attempts, m.last_error, m.first_failed_at, m.last_failed_at,
            m.quarantined_at, m.first_blocked_at, m.deliveries
-      FROM (SELECT f.inbox, f.message_id, f.ordering_key,
+      FROM (SELECT f.inbox, f.message_id, f.shard_key, f.ordering_key,
                    CASE WHEN f.quarantined_at IS NOT NULL THEN 'quarantined'
                         WHEN f.attempts OPERATOR(pg_catalog.=) 0 THEN 'retried'
                         ELSE 'failing' END AS state,
@@ -1340,19 +1474,20 @@ CREATE VIEW inbox.quarantine WITH (security_barrier) AS
                    NULL::pg_catalog.int4 AS deliveries
               FROM inbox.failures f
              UNION ALL
-            SELECT b.inbox, b.message_id, b.ordering_key, 'blocked', 1, b.first_blocked_at,
+            SELECT b.inbox, b.message_id, b.shard_key, b.ordering_key, 'blocked', 1, b.first_blocked_at,
                    b.blocked_by, NULL, NULL, NULL, NULL, NULL, b.first_blocked_at, b.deliveries
               FROM inbox.blocked b
              WHERE NOT EXISTS (SELECT 1 FROM inbox.failures f
                                 WHERE f.inbox OPERATOR(pg_catalog.=) b.inbox
-                                  AND f.message_id OPERATOR(pg_catalog.=) b.message_id)) m
+                                  AND f.message_id OPERATOR(pg_catalog.=) b.message_id
+                                  AND f.shard_key IS NOT DISTINCT FROM b.shard_key)) m
      WHERE pg_catalog.has_table_privilege(m.inbox::pg_catalog.oid, 'SELECT');
 COMMENT ON VIEW inbox.quarantine IS
     'the messages of the inboxes you may read that failed (failing, quarantined, retried and not yet applied) or wait behind one of their key (blocked), in each key''s order, with attempts and last error';
 GRANT SELECT ON inbox.quarantine TO PUBLIC;
 
 CREATE VIEW inbox.audit WITH (security_barrier) AS
-    SELECT a.inbox, a.message_id, a.verb, a.actor, a.reason, a.done_at, a.attempts, a.last_error
+    SELECT a.inbox, a.message_id, a.shard_key, a.verb, a.actor, a.reason, a.done_at, a.attempts, a.last_error
       FROM inbox.audit_log a
      WHERE pg_catalog.has_table_privilege(a.inbox::pg_catalog.oid, 'SELECT');
 COMMENT ON VIEW inbox.audit IS

@@ -300,18 +300,19 @@ claim_dispatch(InboxInfo *inbox, Datum message_id, bytea *fingerprint, bool conn
 
 /*
  * After a duplicate: is the id quarantined (failures.c)?  One more look at its
- * claim, for the functions that answer quarantined apart from duplicate.
- * Inboxes whose claims are routed statements have no quarantine.
+ * claim, for the functions that answer quarantined apart from duplicate;
+ * shard is the shard key value of a sharded inbox, else NULL.  A Citus table
+ * has no quarantine (registry_check_not_distributed).
  */
 bool
-claim_quarantined(InboxInfo *inbox, Datum message_id)
+claim_quarantined(InboxInfo *inbox, Datum message_id, const Datum *shard)
 {
 	ClaimRow	row;
 
 	inbox->dup_row_known = false;
-	if (inbox->routed)
+	if (inbox->distributed)
 		return false;
-	claim_row_read(inbox, message_id, true, &row);
+	claim_row_read_key(inbox, message_id, shard, true, &row);
 	return claim_row_quarantined(&row);
 }
 
@@ -321,14 +322,14 @@ claim_quarantined(InboxInfo *inbox, Datum message_id)
  * which saves a duplicate its second look.
  */
 bool
-claim_quarantined_after_claim(InboxInfo *inbox, Datum message_id)
+claim_quarantined_after_claim(InboxInfo *inbox, Datum message_id, const Datum *shard)
 {
 	if (inbox->dup_row_known && !inbox->routed)
 	{
 		inbox->dup_row_known = false;
 		return inbox->dup_row_quarantined;
 	}
-	return claim_quarantined(inbox, message_id);
+	return claim_quarantined(inbox, message_id, shard);
 }
 
 /* Claim one id, for callers that have connected SPI (claim_apply, try_claim). */
@@ -444,7 +445,7 @@ claim_status_of_insert(InboxInfo *inbox, Datum id, const Datum *shard)
 {
 	if (shard ? claim_routed(inbox, id, shard) : claim_one(inbox, id, NULL))
 		return "claimed";
-	return claim_quarantined_after_claim(inbox, id) ? "quarantined" : "duplicate";
+	return claim_quarantined_after_claim(inbox, id, shard) ? "quarantined" : "duplicate";
 }
 
 /* try_claim and try_claim_sharded, which takes the shard key before the id. */

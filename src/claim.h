@@ -27,8 +27,9 @@ typedef struct ClaimBatch
 } ClaimBatch;
 
 extern bool claim_one(InboxInfo *inbox, Datum message_id, bytea *fingerprint);
-extern bool claim_quarantined(InboxInfo *inbox, Datum message_id);
-extern bool claim_quarantined_after_claim(InboxInfo *inbox, Datum message_id);
+extern bool claim_quarantined(InboxInfo *inbox, Datum message_id, const Datum *shard);
+extern bool claim_quarantined_after_claim(InboxInfo *inbox, Datum message_id,
+										  const Datum *shard);
 extern const char *claim_probe_status(InboxInfo *inbox, Datum id, const Datum *shard,
 									  bool *held);
 extern const char *claim_status_of_insert(InboxInfo *inbox, Datum id, const Datum *shard);

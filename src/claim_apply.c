@@ -213,7 +213,7 @@ claim_apply_common(FunctionCallInfo fcinfo, bool sharded)
 	statement = statement_cache_get(source, args.nargs, args.types);
 	claimed = claim_then_apply(inbox, id, sharded ? &shard_key : NULL, statement, &args);
 	SPI_finish();
-	quarantined = !claimed && claim_quarantined_after_claim(inbox, id);
+	quarantined = !claimed && claim_quarantined_after_claim(inbox, id, sharded ? &shard_key : NULL);
 
 	/*
 	 * The statement, or another session meanwhile, may have dropped the
@@ -369,7 +369,8 @@ claim_batch_then_apply(InboxInfo *inbox, ClaimBatch *batch, const Datum *shard_k
 		for (int i = 0; i < batch->nids; i++)
 		{
 			nfresh += batch->fresh[i];
-			batch->quarantined[i] = !batch->fresh[i] && claim_quarantined(inbox, batch->keys[i]);
+			batch->quarantined[i] = !batch->fresh[i] &&
+				claim_quarantined(inbox, batch->keys[i], shard_key);
 		}
 		if (nfresh > 0)
 		{

@@ -13,6 +13,10 @@
  * expire it and purge never picks it.  The failures row says why, for the
  * operator.
  *
+ * A sharded inbox's message is (shard key, message id): its _sharded forms
+ * take the shard key second, and its rows here carry the key's text form.
+ * They are kept on one node, so not for a Citus table, whose shards move.
+ *
  * Rights are the caller's on the inbox, checked before any lock (registry.c);
  * the claim row is written with them, as a claim's is.  The extension's tables are
  * written with their owner's rights under SECURITY_RESTRICTED_OPERATION, as the
@@ -36,6 +40,7 @@
 
 #include "args.h"
 #include "claim.h"
+#include "claim_routed.h"
 #include "claim_row.h"
 #include "failures.h"
 #include "inbox_sql.h"
@@ -61,15 +66,29 @@ void
 failure_call(FunctionCallInfo fcinfo, AclMode rights, FailureCall *call)
 {
 	const CallSignature *sig = signature_of_call(fcinfo);
+	bool		sharded_call = sig->keyargno == 2;
 
 	call->fcinfo = fcinfo;
 	call->actor = GetUserId();
 	call->inbox = registry_lookup(fcinfo, 0, RowExclusiveLock, rights);
-	registry_check_shard_form(fcinfo, call->inbox, false);
-	registry_check_not_routed(fcinfo, call->inbox);
+	registry_check_not_distributed(fcinfo, call->inbox);
+	registry_check_shard_form(fcinfo, call->inbox, sharded_call);
 	/* The answers come from the stored claim, which a policy may hide. */
 	registry_check_stored_reads(fcinfo, call->inbox);
-	call->id = message_id_from_arg(fcinfo, 1, sig->keytype, call->inbox);
+	call->shard = NULL;
+	call->shard_text = (Datum) 0;
+	if (sharded_call)
+	{
+		Oid			output;
+		bool		varlena;
+
+		call->shard_value = claim_routed_shard_key(fcinfo, 1, call->inbox);
+		call->shard = &call->shard_value;
+		getTypeOutputInfo(call->inbox->shard_type, &output, &varlena);
+		call->shard_text = CStringGetTextDatum(OidOutputFunctionCall(output, call->shard_value));
+	}
+	call->argno = sig->keyargno + 1;
+	call->id = message_id_from_arg(fcinfo, sig->keyargno, sig->keytype, call->inbox);
 	call->id_text = CStringGetTextDatum(message_id_to_cstring(call->inbox, call->id));
 	if (XactReadOnly)
 		PreventCommandIfReadOnly(psprintf("inbox.%s()", get_func_name(fcinfo->flinfo->fn_oid)));
@@ -114,23 +133,27 @@ failures_run(FunctionCallInfo fcinfo, const char *sql, int nargs, Oid *types,
 	return SPI_processed;
 }
 
-/* failures_run for one message: $1 is the inbox and $2 the message id, then args. */
+/*
+ * failures_run for one message: $1 is the inbox, $2 the message id and $3 the
+ * shard key (FAILURE_IS), then args from $4.
+ */
 uint64
 failures_execute(const FailureCall *call, const char *sql, int nargs, const Oid *types,
 				 const Datum *args, const bool *args_null)
 {
-	Oid			argtypes[8] = {REGCLASSOID, TEXTOID};
-	Datum		values[8] = {ObjectIdGetDatum(call->inbox->relid), call->id_text};
-	char		nulls[8] = {' ', ' '};
+	Oid			argtypes[8] = {REGCLASSOID, TEXTOID, TEXTOID};
+	Datum		values[8] = {ObjectIdGetDatum(call->inbox->relid), call->id_text,
+	call->shard_text};
+	char		nulls[8] = {' ', ' ', call->shard ? ' ' : 'n'};
 
-	Assert(nargs <= 6);
+	Assert(nargs <= 5);
 	for (int i = 0; i < nargs; i++)
 	{
-		argtypes[2 + i] = types[i];
-		values[2 + i] = args[i];
-		nulls[2 + i] = args_null != NULL && args_null[i] ? 'n' : ' ';
+		argtypes[3 + i] = types[i];
+		values[3 + i] = args[i];
+		nulls[3 + i] = args_null != NULL && args_null[i] ? 'n' : ' ';
 	}
-	return failures_run(call->fcinfo, sql, 2 + nargs, argtypes, values, nulls);
+	return failures_run(call->fcinfo, sql, 3 + nargs, argtypes, values, nulls);
 }
 
 /*
@@ -155,7 +178,8 @@ failures_purge(FunctionCallInfo fcinfo, const InboxInfo *inbox, TimestampTz cuto
 				 "AND b.last_blocked_at OPERATOR(pg_catalog.<) $2 "
 				 "AND NOT EXISTS (SELECT 1 FROM %1$s.failures f "
 				 "WHERE f.inbox OPERATOR(pg_catalog.=) b.inbox "
-				 "AND f.message_id OPERATOR(pg_catalog.=) b.blocked_by)",
+				 "AND f.message_id OPERATOR(pg_catalog.=) b.blocked_by "
+				 "AND f.shard_key IS NOT DISTINCT FROM b.shard_key)",
 				 2, types, values, NULL);
 }
 
@@ -225,8 +249,8 @@ quarantine_claim(const FailureCall *call, bool over_expired)
 	TimestampTzGetDatum(retention_cutoff(inbox, GetCurrentTimestamp()))};
 	bool		isnull;
 
-	if (inbox_sql_execute(inbox, over_expired ? SQL_QUARANTINE_EXPIRED : SQL_QUARANTINE,
-						  values, NULL) == 0)
+	if (inbox_sql_execute_key(inbox, over_expired ? SQL_QUARANTINE_EXPIRED : SQL_QUARANTINE,
+							  call->shard, values, NULL) == 0)
 		return false;
 	if (!TIMESTAMP_IS_NOEND(DatumGetTimestampTz(SPI_getbinval(SPI_tuptable->vals[0],
 															  SPI_tuptable->tupdesc, 1, &isnull))))
@@ -251,7 +275,7 @@ record_attempt(const FailureCall *call, Datum *args, bool *args_null, int32 *att
 	bool		isnull;
 	int32		max_attempts;
 
-	claim_row_read(call->inbox, call->id, true, &row);
+	claim_row_read_key(call->inbox, call->id, call->shard, true, &row);
 	if (row.state == ROW_INSERTING || row.state == ROW_CHANGING)
 	{
 		claim_row_wait(call->inbox, &row);
@@ -277,8 +301,9 @@ record_attempt(const FailureCall *call, Datum *args, bool *args_null, int32 *att
 	/* Counted only while not quarantined: a quarantine ends with a verb. */
 	if (failures_execute(call,
 						 "INSERT INTO %1$s.failures AS f "
-						 "(inbox, message_id, last_error, ordering_key, attempts) "
-						 "VALUES ($1, $2, $3, $4, 1) ON CONFLICT (inbox, message_id) DO UPDATE "
+						 "(inbox, message_id, shard_key, last_error, ordering_key, attempts) "
+						 "VALUES ($1, $2, $3, $4, $5, 1) "
+						 "ON CONFLICT (inbox, message_id, shard_key) DO UPDATE "
 						 "SET attempts = f.attempts OPERATOR(pg_catalog.+) 1, "
 						 "last_error = excluded.last_error, last_failed_at = pg_catalog.now(), "
 						 "ordering_key = COALESCE(excluded.ordering_key, f.ordering_key) "
@@ -326,16 +351,16 @@ inbox_record_failure(PG_FUNCTION_ARGS)
 	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
 		elog(ERROR, "record_failure must return a record");
 	failure_call(fcinfo, ACL_INSERT | ACL_SELECT, &call);
-	if (PG_ARGISNULL(2))
+	if (PG_ARGISNULL(call.argno))
 		ereport(ERROR,
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 				 errmsg("error must not be null"),
 				 errhint("Pass the text of the error the attempt failed with.")));
-	args[0] = text_arg_clipped(fcinfo, 2, MAX_ERROR_BYTES, &args_null[0]);
-	args[1] = ordering_key_arg(fcinfo, 3, &args_null[1]);
+	args[0] = text_arg_clipped(fcinfo, call.argno, MAX_ERROR_BYTES, &args_null[0]);
+	args[1] = ordering_key_arg(fcinfo, call.argno + 1, &args_null[1]);
 	/* Serialized with the key's claims in order (key_order.c). */
 	if (!args_null[1])
-		key_order_lock(call.inbox, args[1]);
+		key_order_lock(&call, args[1]);
 
 	spi_connect();
 	while (status == NULL)
@@ -360,12 +385,12 @@ audit(const FailureCall *call, const char *verb, const FailureRow *failure)
 
 	args[0] = CStringGetTextDatum(verb);
 	args[1] = DirectFunctionCall1(namein, CStringGetDatum(GetUserNameFromId(call->actor, false)));
-	args[2] = text_arg_clipped(call->fcinfo, 2, MAX_ERROR_BYTES, &nulls[2]);
+	args[2] = text_arg_clipped(call->fcinfo, call->argno, MAX_ERROR_BYTES, &nulls[2]);
 	args[3] = Int32GetDatum(failure->attempts);
 	args[4] = PointerGetDatum(failure->last_error);
 	failures_execute(call, "INSERT INTO %1$s.audit_log "
-					 "(inbox, message_id, verb, actor, reason, attempts, last_error) "
-					 "VALUES ($1, $2, $3, $4, $5, $6, $7)",
+					 "(inbox, message_id, shard_key, verb, actor, reason, attempts, last_error) "
+					 "VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
 					 5, (Oid[]) {TEXTOID, NAMEOID, TEXTOID, INT4OID, TEXTOID}, args, nulls);
 }
 
@@ -405,12 +430,16 @@ claim_change(FailureCall *call, OperatorVerb verb)
 	switch (verb)
 	{
 		case VERB_RETRY:
-			return inbox_sql_execute(call->inbox, SQL_UNQUARANTINE, &call->id, NULL) == 1;
+			return inbox_sql_execute_key(call->inbox, SQL_UNQUARANTINE, call->shard,
+										 &call->id, NULL) == 1;
 		case VERB_DISCARD:
-			return inbox_sql_execute(call->inbox, SQL_DISCARD, &call->id, NULL) == 1 ||
+			if (inbox_sql_execute_key(call->inbox, SQL_DISCARD, call->shard, &call->id, NULL) == 1)
+				return true;
+			return call->shard ? claim_routed(call->inbox, call->id, call->shard) :
 				claim_one(call->inbox, call->id, NULL);
 		case VERB_FORGET:
-			return inbox_sql_execute(call->inbox, SQL_FORGET, &call->id, NULL) == 1;
+			return inbox_sql_execute_key(call->inbox, SQL_FORGET, call->shard,
+										 &call->id, NULL) == 1;
 	}
 	pg_unreachable();
 }

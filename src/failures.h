@@ -12,18 +12,29 @@
 
 #include "inbox_info.h"
 
-/* One call's inbox and message, with the message id as the failures table keeps it. */
+/*
+ * One call's inbox and message, with the message id (and, of a sharded inbox,
+ * the shard key) as the failures table keeps them: as text.
+ */
 typedef struct FailureCall
 {
 	FunctionCallInfo fcinfo;
 	InboxInfo  *inbox;
 	Datum		id;
 	Datum		id_text;
+	const Datum *shard;			/* &shard_value of a _sharded call, else NULL */
+	Datum		shard_value;	/* of the inbox's shard key type */
+	Datum		shard_text;		/* its output form; 0 if not sharded */
+	int			argno;			/* the first argument after the message id */
 	Oid			actor;			/* the caller, for the audit row */
 } FailureCall;
 
-/* $1 and $2 of every statement run by failures_execute. */
-#define FAILURE_IS "inbox OPERATOR(pg_catalog.=) $1 AND message_id OPERATOR(pg_catalog.=) $2"
+/*
+ * $1, $2 and $3 of every statement run by failures_execute: the inbox, the
+ * message id and the shard key (NULL for an inbox without one).
+ */
+#define FAILURE_IS "inbox OPERATOR(pg_catalog.=) $1 AND message_id OPERATOR(pg_catalog.=) $2 " \
+	"AND shard_key IS NOT DISTINCT FROM $3"
 
 extern void failure_call(FunctionCallInfo fcinfo, AclMode rights, FailureCall *call);
 extern uint64 failures_execute(const FailureCall *call, const char *sql, int nargs,
@@ -32,6 +43,6 @@ extern void failures_purge(FunctionCallInfo fcinfo, const InboxInfo *inbox,
 						   TimestampTz cutoff);
 extern Datum text_arg_clipped(FunctionCallInfo fcinfo, int argno, int max, bool *isnull);
 extern Datum ordering_key_arg(FunctionCallInfo fcinfo, int argno, bool *isnull);
-extern void key_order_lock(const InboxInfo *inbox, Datum ordering_key);
+extern void key_order_lock(const FailureCall *call, Datum ordering_key);
 
 #endif							/* INBOX_FAILURES_H */

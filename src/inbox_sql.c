@@ -122,6 +122,19 @@ typedef struct StatementTemplate
 	"FROM %1$s WHERE message_id OPERATOR(pg_catalog.=) $1"
 #define SHARD_IS(n) " AND %2$s OPERATOR(pg_catalog.=) $" #n
 
+/* The quarantine's statements (failures.c), with or without SHARD_IS. */
+#define QUARANTINE_EXPIRED_SQL \
+	"UPDATE %1$s SET claimed_at = 'infinity' " \
+	"WHERE message_id OPERATOR(pg_catalog.=) $1 AND claimed_at OPERATOR(pg_catalog.<) $2"
+#define UNQUARANTINE_SQL \
+	"DELETE FROM %1$s WHERE message_id OPERATOR(pg_catalog.=) $1 " \
+	"AND claimed_at OPERATOR(pg_catalog.=) 'infinity'"
+#define DISCARD_SQL \
+	"UPDATE %1$s SET claimed_at = pg_catalog.now() WHERE message_id OPERATOR(pg_catalog.=) $1 " \
+	"AND claimed_at OPERATOR(pg_catalog.=) 'infinity'"
+#define FORGET_SQL \
+	"DELETE FROM %1$s WHERE message_id OPERATOR(pg_catalog.=) $1"
+
 static const StatementTemplate templates[SQL_NUM_STATEMENTS] = {
 	[SQL_CLAIM] = {
 		"INSERT INTO %1$s (message_id) VALUES ($1) ON CONFLICT (message_id) DO NOTHING "
@@ -238,23 +251,19 @@ static const StatementTemplate templates[SQL_NUM_STATEMENTS] = {
 		1, {KEY}
 	},
 	[SQL_QUARANTINE_EXPIRED] = {
-		"UPDATE %1$s SET claimed_at = 'infinity' "
-		"WHERE message_id OPERATOR(pg_catalog.=) $1 AND claimed_at OPERATOR(pg_catalog.<) $2 "
-		"RETURNING claimed_at",
+		QUARANTINE_EXPIRED_SQL " RETURNING claimed_at",
 		2, {KEY, TIMESTAMPTZOID}
 	},
 	[SQL_UNQUARANTINE] = {
-		"DELETE FROM %1$s WHERE message_id OPERATOR(pg_catalog.=) $1 "
-		"AND claimed_at OPERATOR(pg_catalog.=) 'infinity'",
+		UNQUARANTINE_SQL,
 		1, {KEY}
 	},
 	[SQL_DISCARD] = {
-		"UPDATE %1$s SET claimed_at = pg_catalog.now() WHERE message_id OPERATOR(pg_catalog.=) $1 "
-		"AND claimed_at OPERATOR(pg_catalog.=) 'infinity'",
+		DISCARD_SQL,
 		1, {KEY}
 	},
 	[SQL_FORGET] = {
-		"DELETE FROM %1$s WHERE message_id OPERATOR(pg_catalog.=) $1",
+		FORGET_SQL,
 		1, {KEY}
 	},
 
@@ -336,6 +345,27 @@ static const StatementTemplate templates[SQL_NUM_STATEMENTS] = {
 		RESULT_SQL SHARD_IS(2),
 		2, {KEY, SHARD}, NEEDS_LEASE_COLUMNS
 	},
+	[SQL_SHARDED_QUARANTINE] = {
+		"INSERT INTO %1$s (%2$s, message_id, claimed_at) VALUES ($2, $1, 'infinity') "
+		"ON CONFLICT (%2$s, message_id) DO NOTHING RETURNING claimed_at",
+		2, {KEY, SHARD}
+	},
+	[SQL_SHARDED_QUARANTINE_EXPIRED] = {
+		QUARANTINE_EXPIRED_SQL SHARD_IS(3) " RETURNING claimed_at",
+		3, {KEY, TIMESTAMPTZOID, SHARD}
+	},
+	[SQL_SHARDED_UNQUARANTINE] = {
+		UNQUARANTINE_SQL SHARD_IS(2),
+		2, {KEY, SHARD}
+	},
+	[SQL_SHARDED_DISCARD] = {
+		DISCARD_SQL SHARD_IS(2),
+		2, {KEY, SHARD}
+	},
+	[SQL_SHARDED_FORGET] = {
+		FORGET_SQL SHARD_IS(2),
+		2, {KEY, SHARD}
+	},
 };
 
 /* A statement about leases or results needs the columns create_inbox makes. */
@@ -410,6 +440,11 @@ static const InboxStatement sharded_forms[SQL_NUM_STATEMENTS] = {
 	[SQL_RELEASE] = SQL_SHARDED_RELEASE,
 	[SQL_COMPLETE] = SQL_SHARDED_COMPLETE,
 	[SQL_RESULT] = SQL_SHARDED_RESULT,
+	[SQL_QUARANTINE] = SQL_SHARDED_QUARANTINE,
+	[SQL_QUARANTINE_EXPIRED] = SQL_SHARDED_QUARANTINE_EXPIRED,
+	[SQL_UNQUARANTINE] = SQL_SHARDED_UNQUARANTINE,
+	[SQL_DISCARD] = SQL_SHARDED_DISCARD,
+	[SQL_FORGET] = SQL_SHARDED_FORGET,
 };
 
 /*

@@ -18,6 +18,10 @@
  *
  * The inbox opts in (set_key_ordering): its claims in order are then answered
  * from the same stored row as try_claim's, blocked in between.
+ *
+ * A sharded inbox orders a key within one shard key value: its failures rows
+ * and its lock are by (shard key, ordering key).  A consumer that wants all of
+ * an account's messages in order shards by the account, or something coarser.
  */
 #include "postgres.h"
 
@@ -43,20 +47,29 @@
  */
 #define KEY_ORDER_LOCKTAG_CLASS 0x4949
 
+static uint32
+text_hash(Datum value)
+{
+	text	   *t = DatumGetTextPP(value);
+
+	return hash_bytes((const unsigned char *) VARDATA_ANY(t), VARSIZE_ANY_EXHDR(t));
+}
+
 /*
- * Lock one ordering key of an inbox until the transaction ends.  Two keys whose
- * hashes collide share a lock, which only makes them wait for each other.
- * lock_timeout and the deadlock detector apply, as to any heavyweight lock.
+ * Lock one ordering key of an inbox (of one shard key value, in a sharded
+ * inbox) until the transaction ends.  Two keys whose hashes collide share a
+ * lock, which only makes them wait for each other.  lock_timeout and the
+ * deadlock detector apply, as to any heavyweight lock.
  */
 void
-key_order_lock(const InboxInfo *inbox, Datum ordering_key)
+key_order_lock(const FailureCall *call, Datum ordering_key)
 {
-	text	   *key = DatumGetTextPP(ordering_key);
+	uint32		hash = text_hash(ordering_key);
 	LOCKTAG		tag;
 
-	SET_LOCKTAG_ADVISORY(tag, MyDatabaseId, inbox->relid,
-						 hash_bytes((const unsigned char *) VARDATA_ANY(key), VARSIZE_ANY_EXHDR(key)),
-						 KEY_ORDER_LOCKTAG_CLASS);
+	if (call->shard)
+		hash = hash_combine(hash, text_hash(call->shard_text));
+	SET_LOCKTAG_ADVISORY(tag, MyDatabaseId, call->inbox->relid, hash, KEY_ORDER_LOCKTAG_CLASS);
 	(void) LockAcquire(&tag, ExclusiveLock, false, false);
 }
 
@@ -90,15 +103,17 @@ key_order_blocked(const FailureCall *call, Datum ordering_key)
 
 	if (failures_execute(call, "SELECT message_id FROM %1$s.failures "
 						 "WHERE inbox OPERATOR(pg_catalog.=) $1 "
-						 "AND ordering_key OPERATOR(pg_catalog.=) $3 "
+						 "AND shard_key IS NOT DISTINCT FROM $3 "
+						 "AND ordering_key OPERATOR(pg_catalog.=) $4 "
 						 "AND message_id OPERATOR(pg_catalog.<>) $2 "
 						 "ORDER BY first_failed_at, message_id LIMIT 1",
 						 1, (Oid[]) {TEXTOID}, args, NULL) == 0)
 		return false;
 	args[1] = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
 	failures_execute(call, "INSERT INTO %1$s.blocked AS b "
-					 "(inbox, message_id, ordering_key, blocked_by) VALUES ($1, $2, $3, $4) "
-					 "ON CONFLICT (inbox, message_id) DO UPDATE "
+					 "(inbox, message_id, shard_key, ordering_key, blocked_by) "
+					 "VALUES ($1, $2, $3, $4, $5) "
+					 "ON CONFLICT (inbox, message_id, shard_key) DO UPDATE "
 					 "SET blocked_by = excluded.blocked_by, ordering_key = excluded.ordering_key, "
 					 "last_blocked_at = pg_catalog.now(), "
 					 "deliveries = b.deliveries OPERATOR(pg_catalog.+) 1",
@@ -107,7 +122,8 @@ key_order_blocked(const FailureCall *call, Datum ordering_key)
 }
 
 /*
- * claim_in_order(inbox, message_id, ordering_key): try_claim's answers, and
+ * claim_in_order(inbox, message_id, ordering_key) and claim_in_order_sharded
+ * (inbox, shard_key, message_id, ordering_key): try_claim's answers, and
  * 'blocked' between its probe and its claim.  Waits for the key's lock (not for
  * the id, which try_claim never does).
  */
@@ -123,16 +139,17 @@ inbox_claim_in_order(PG_FUNCTION_ARGS)
 	const char *status;
 
 	failure_call(fcinfo, ACL_INSERT | ACL_SELECT, &call);
-	key = ordering_key_arg(fcinfo, 2, &isnull);
+	key = ordering_key_arg(fcinfo, call.argno, &isnull);
 	if (isnull)
 		ereport(ERROR,
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 				 errmsg("ordering key must not be null"),
-				 errhint("Claim a message without a key with inbox.try_claim.")));
+				 errhint("Claim a message without a key with inbox.%s.",
+						 call.shard ? "try_claim_sharded" : "try_claim")));
 	spi_connect();
 	key_order_check_enabled(&call);
-	key_order_lock(call.inbox, key);
-	status = claim_probe_status(call.inbox, call.id, NULL, &held);
+	key_order_lock(&call, key);
+	status = claim_probe_status(call.inbox, call.id, call.shard, &held);
 	if (status == NULL)
 	{
 		/* A duplicate is a duplicate, blocked key or not. */
@@ -140,7 +157,7 @@ inbox_claim_in_order(PG_FUNCTION_ARGS)
 			status = "blocked";
 		else
 		{
-			status = claim_status_of_insert(call.inbox, call.id, NULL);
+			status = claim_status_of_insert(call.inbox, call.id, call.shard);
 			/* Applied once this commits: its key is no longer held by it. */
 			if (strcmp(status, "claimed") == 0)
 				failures_execute(&call, "WITH b AS (DELETE FROM %1$s.blocked WHERE " FAILURE_IS ") "

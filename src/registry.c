@@ -508,27 +508,27 @@ registry_check_stored_reads(FunctionCallInfo fcinfo, const InboxInfo *inbox)
 
 /*
  * Poison messages and per-key ordering (failures.c, key_order.c) keep rows of
- * their own beside a claim, keyed by the message id alone: not for a sharded
- * or Citus-distributed inbox.
+ * their own beside a claim, in the extension's tables of one node: not for a
+ * Citus table, whose claims live on other nodes and move with their shards,
+ * which would leave a message's attempts and its key's order behind.
  */
 void
-registry_check_not_routed(FunctionCallInfo fcinfo, const InboxInfo *inbox)
+registry_check_not_distributed(FunctionCallInfo fcinfo, const InboxInfo *inbox)
 {
-	if (inbox->routed)
+	if (inbox->distributed)
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("%s() does not support %s inbox \"%s\"",
-						get_func_name(fcinfo->flinfo->fn_oid),
-						inbox->shard_attnum != InvalidAttrNumber ? "sharded" : "distributed",
-						get_rel_name(inbox->relid)),
-				 errdetail("Failures and the order of a key are kept by message id on one node."),
-				 errhint("Count attempts in the consumer, or use an inbox on one node.")));
+				 errmsg("%s() does not support Citus table \"%s\"",
+						get_func_name(fcinfo->flinfo->fn_oid), get_rel_name(inbox->relid)),
+				 errdetail("Failures and the order of a key are kept in tables of one node, which a shard move does not carry."),
+				 errhint("Count attempts in the consumer, or use an inbox on one node, sharded or not.")));
 }
 
 /* The functions that have a _sharded form, which takes the shard key second. */
 static const char *const sharded_forms[] = {
 	"claim", "claim_apply", "claim_many", "claim_apply_many", "try_claim", "complete",
-	"result", "acquire", "finish", "release"
+	"result", "acquire", "finish", "release", "record_failure", "retry", "discard",
+	"forget", "claim_in_order"
 };
 
 static bool
@@ -559,7 +559,7 @@ registry_check_shard_form(FunctionCallInfo fcinfo, const InboxInfo *inbox, bool 
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 				 errmsg("%s() does not support sharded inbox \"%s\"", name,
 						get_rel_name(inbox->relid)),
-				 errhint("The functions with a _sharded form, which takes the shard key value before the id, are claim, claim_apply, claim_many, claim_apply_many, try_claim, complete, result, acquire, finish and release.")));
+				 errhint("The functions with a _sharded form, which takes the shard key value before the id, are claim, claim_apply, claim_many, claim_apply_many, try_claim, complete, result, acquire, finish, release, record_failure, retry, discard, forget and claim_in_order.")));
 	if (sharded)
 		ereport(ERROR,
 				(errcode(ERRCODE_WRONG_OBJECT_TYPE),

@@ -5,7 +5,7 @@
 -- Run with pg_prove in a database where pgtap and idempotent_inbox are installed.
 
 BEGIN;
-SELECT plan(75);
+SELECT plan(123);
 SET LOCAL search_path = public;
 
 CREATE TEMP TABLE api (fname name, args name[], returns text);
@@ -15,6 +15,9 @@ SELECT f, ARRAY['regclass', k] || extra, r
                ('retry', '{text}', 'boolean'), ('discard', '{text}', 'boolean'),
                ('forget', '{text}', 'boolean'), ('claim_in_order', '{text}', 'inbox.claim_status')) f(f, extra, r),
        unnest('{text,uuid,bigint}'::name[]) k;
+-- The _sharded forms take the shard key ("any") before the id.
+INSERT INTO api
+SELECT fname || '_sharded', ARRAY['regclass', '"any"'] || args[2:], returns FROM api;
 INSERT INTO api VALUES ('set_max_attempts', '{regclass,integer}', 'void'),
                        ('set_key_ordering', '{regclass,boolean}', 'void');
 
@@ -25,6 +28,10 @@ SELECT is((SELECT pg_get_function_arguments(p.oid) FROM pg_proc p
             WHERE p.oid = 'inbox.record_failure(regclass, text, text, text)'::regprocedure),
           'inbox regclass, message_id text, error text, ordering_key text DEFAULT NULL::text, OUT status inbox.failure_status, OUT attempts integer',
           'record_failure takes an optional ordering key and answers status and attempts');
+SELECT is((SELECT pg_get_function_arguments(p.oid) FROM pg_proc p
+            WHERE p.oid = 'inbox.record_failure_sharded(regclass, "any", text, text, text)'::regprocedure),
+          'inbox regclass, shard_key "any", message_id text, error text, ordering_key text DEFAULT NULL::text, OUT status inbox.failure_status, OUT attempts integer',
+          'record_failure_sharded takes the shard key before the id');
 SELECT enum_has_labels('inbox', 'failure_status', '{retry,quarantined,applied}'::name[]);
 
 -- The operator's verbs and the owner's settings: not for PUBLIC.
@@ -32,12 +39,14 @@ SELECT ok(NOT has_function_privilege('public', p.oid, 'EXECUTE'),
           format('PUBLIC may not execute %s', p.oid::regprocedure))
   FROM pg_proc p
  WHERE p.pronamespace = 'inbox'::regnamespace
-   AND p.proname IN ('retry', 'discard', 'forget', 'set_max_attempts', 'set_key_ordering')
+   AND p.proname IN ('retry', 'discard', 'forget', 'retry_sharded', 'discard_sharded',
+                     'forget_sharded', 'set_max_attempts', 'set_key_ordering')
  ORDER BY p.oid::regprocedure::text;
 SELECT ok(has_function_privilege('public', p.oid, 'EXECUTE'),
           format('PUBLIC may execute %s', p.oid::regprocedure))
   FROM pg_proc p
- WHERE p.pronamespace = 'inbox'::regnamespace AND p.proname IN ('record_failure', 'claim_in_order')
+ WHERE p.pronamespace = 'inbox'::regnamespace
+   AND p.proname IN ('record_failure', 'claim_in_order', 'record_failure_sharded', 'claim_in_order_sharded')
  ORDER BY p.oid::regprocedure::text;
 
 -- The tables: the extension's, dumped with the data, and closed to PUBLIC.
@@ -50,10 +59,16 @@ SELECT ok((SELECT format('inbox.%s', t)::regclass::oid = ANY (extconfig)
 SELECT ok(NOT has_table_privilege('public', format('inbox.%s', t), 'SELECT, INSERT, UPDATE, DELETE'),
           format('PUBLIC has no rights on inbox.%s', t))
   FROM unnest('{failures,blocked,audit_log}'::name[]) t;
-SELECT col_is_pk('inbox', 'failures', '{inbox,message_id}'::name[], 'one failures row per message');
-SELECT col_is_pk('inbox', 'blocked', '{inbox,message_id}'::name[], 'one blocked row per message');
+-- One row per message: (inbox, message_id, shard_key), shard_key NULL for an
+-- inbox without one, and a NULL equal to a NULL.
+SELECT col_is_unique('inbox', t, '{inbox,message_id,shard_key}'::name[], format('one %s row per message', t))
+  FROM unnest('{failures,blocked}'::name[]) t;
+SELECT ok((SELECT i.indnullsnotdistinct FROM pg_index i
+            WHERE i.indrelid = format('inbox.%s', t)::regclass AND i.indisunique),
+          format('inbox.%s counts a NULL shard key as one value', t))
+  FROM unnest('{failures,blocked}'::name[]) t;
 SELECT columns_are('inbox', 'audit_log',
-                   '{inbox,message_id,verb,actor,reason,done_at,attempts,last_error}'::name[]);
+                   '{inbox,message_id,shard_key,verb,actor,reason,done_at,attempts,last_error}'::name[]);
 
 -- The views: readable by everyone, filtered by the right to read the inbox.
 SELECT has_view('inbox', v, format('inbox.%s exists', v)) FROM unnest('{quarantine,audit}'::name[]) v;
@@ -61,9 +76,9 @@ SELECT ok(has_table_privilege('public', format('inbox.%s', v), 'SELECT'),
           format('PUBLIC may read inbox.%s', v))
   FROM unnest('{quarantine,audit}'::name[]) v;
 SELECT columns_are('inbox', 'quarantine',
-                   '{inbox,message_id,ordering_key,state,position,blocked_by,attempts,last_error,first_failed_at,last_failed_at,quarantined_at,first_blocked_at,deliveries}'::name[]);
+                   '{inbox,message_id,shard_key,ordering_key,state,position,blocked_by,attempts,last_error,first_failed_at,last_failed_at,quarantined_at,first_blocked_at,deliveries}'::name[]);
 SELECT columns_are('inbox', 'audit',
-                   '{inbox,message_id,verb,actor,reason,done_at,attempts,last_error}'::name[]);
+                   '{inbox,message_id,shard_key,verb,actor,reason,done_at,attempts,last_error}'::name[]);
 SELECT has_column('inbox', 'inboxes', c, format('inbox.inboxes shows %s', c))
   FROM unnest('{max_attempts,key_ordering}'::name[]) c;
 SELECT col_default_is('inbox', 'registry', 'max_attempts', '5', 'an inbox quarantines at the fifth failure by default');
