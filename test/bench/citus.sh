@@ -233,6 +233,7 @@ citus_section() {
     citus_stored_section
     citus_dedup_section
     citus_writes_section
+    citus_batch_section
 }
 
 # One extension script against its hand-written twin, two workers: a warm-up, the
@@ -320,4 +321,21 @@ citus_writes_section() {
         "$(ratio "${CMED[citus_upsert_ext:2]}" "${CMED[citus_upsert_hand:2]}")" \
         "${CMED[citus_move_ext:2]}" "${CMED[citus_move_hand:2]}" \
         "$(ratio "${CMED[citus_move_ext:2]}" "${CMED[citus_move_hand:2]}")" "$CNOISE"
+}
+
+# A poll of 10 messages of one account per call: claim_apply_many_sharded in a delegated
+# function (poll_ext) next to the hand-written delegated function (poll_hand).
+citus_batch_section() {
+    local out b1 c1
+    say "" "batches, two workers, polls/s of 10 messages of one account (medians): poll_ext = a" \
+        "delegated function calling inbox.claim_apply_many_sharded, whose statement adds the fresh" \
+        "ids to the balance; poll_hand = the hand-written one (INSERT ... SELECT unnest ... ON" \
+        "CONFLICT DO NOTHING, then the UPDATE by the row count).  dup90 = 90% of polls redelivered."
+    citus_pair_compare citus_poll_ext citus_poll_hand "poll_ext/s" "poll_hand/s"
+    out=$(sql -F ' ' -c "
+        SELECT (SELECT sum(balance) FROM batch_accounts),
+               (SELECT count(*) FROM batch_inbox) + (SELECT count(*) FROM hand_batch) - 2 * $CITUS_PRELOAD")
+    read -r b1 c1 <<<"$out"
+    line "  effects applied / fresh claims (must be equal): $b1 / $c1"
+    [[ $b1 == "$c1" ]] || die "a message of a poll was applied twice or without its claim"
 }

@@ -215,3 +215,42 @@ SELECT create_distributed_function('cw_upsert_hand(bigint,int)', '$1', colocate_
 SELECT create_distributed_function('cw_move_ext(bigint)', '$1', colocate_with := 'accounts');
 SELECT create_distributed_function('cw_move_hand(bigint)', '$1', colocate_with := 'accounts');
 VACUUM (FREEZE, ANALYZE) cw_ext, cw_hand;
+
+-- ---- batches: claim_apply_many_sharded -------------------------------------------
+-- A poll of 10 messages of one account in one delegated call: poll_ext calls
+-- inbox.claim_apply_many_sharded, whose statement adds the number of fresh ids to the
+-- balance; poll_hand is the delegated function a user would write (INSERT ... SELECT
+-- unnest ... ON CONFLICT DO NOTHING in key order, then the UPDATE by the row count).
+CREATE TABLE batch_accounts (id bigint PRIMARY KEY, balance bigint NOT NULL);
+SELECT create_distributed_table('batch_accounts', 'id', colocate_with => 'accounts');
+SELECT inbox.create_sharded_inbox('batch_inbox', 'account_id', 'bigint');
+SELECT create_distributed_table('batch_inbox', 'account_id', colocate_with => 'accounts');
+CREATE TABLE hand_batch (account_id bigint NOT NULL, message_id text NOT NULL,
+    claimed_at timestamptz NOT NULL DEFAULT now(), PRIMARY KEY (account_id, message_id));
+SELECT create_distributed_table('hand_batch', 'account_id', colocate_with => 'accounts');
+CREATE FUNCTION poll_ext(acct bigint, ids text[]) RETURNS bigint LANGUAGE plpgsql AS $$
+BEGIN
+  RETURN (SELECT count(*) FILTER (WHERE outcome = 'applied')
+            FROM inbox.claim_apply_many_sharded('batch_inbox', acct, ids,
+                   'UPDATE batch_accounts SET balance = balance + cardinality($1) WHERE id = $2[1]',
+                   array_fill(acct, ARRAY[cardinality(ids)])));
+END $$;
+CREATE FUNCTION poll_hand(acct bigint, ids text[]) RETURNS bigint LANGUAGE plpgsql AS $$
+DECLARE n int;
+BEGIN
+  INSERT INTO hand_batch (account_id, message_id)
+    SELECT acct, u FROM unnest(ids) u ORDER BY 2 ON CONFLICT DO NOTHING;
+  GET DIAGNOSTICS n = ROW_COUNT;
+  IF n > 0 THEN
+    UPDATE batch_accounts SET balance = balance + n WHERE id = acct;
+  END IF;
+  RETURN n;
+END $$;
+SELECT create_distributed_function('poll_ext(bigint,text[])', '$1', colocate_with := 'accounts');
+SELECT create_distributed_function('poll_hand(bigint,text[])', '$1', colocate_with := 'accounts');
+INSERT INTO batch_accounts SELECT g, 0 FROM generate_series(1, 1000) g;
+INSERT INTO batch_inbox (account_id, message_id)
+    SELECT 1 + g % 1000, g::text FROM generate_series(1, :preload) g;
+INSERT INTO hand_batch (account_id, message_id)
+    SELECT 1 + g % 1000, g::text FROM generate_series(1, :preload) g;
+VACUUM (FREEZE, ANALYZE) batch_accounts, batch_inbox, hand_batch;
