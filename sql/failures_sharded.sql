@@ -126,6 +126,25 @@ SELECT shard_key, message_id, state FROM inbox.quarantine WHERE inbox = 'fs_uuid
 SELECT inbox.try_claim_sharded('fs_uuid', 'acme', 'a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11'::uuid) AS acme,
        inbox.try_claim_sharded('fs_uuid', 'other', 'a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11'::uuid) AS other;
 
+-- A shard key is kept in one text form whatever the session's settings: a
+-- timestamptz key failed under two time zones and date styles is one message,
+-- a numeric 1.0 and 1.00 one key, as they are to the primary key.
+SELECT inbox.create_sharded_inbox('fs_ts', 'at', 'timestamptz');
+BEGIN;
+SET LOCAL TimeZone = 'Asia/Tokyo';
+SET LOCAL DateStyle = 'SQL, DMY';
+SELECT * FROM inbox.record_failure_sharded('fs_ts', '2026-01-02 03:04:05+00', 't-1', 'e');
+COMMIT;
+BEGIN;
+SET LOCAL TimeZone = 'America/New_York';
+SELECT * FROM inbox.record_failure_sharded('fs_ts', '2026-01-02 03:04:05+00', 't-1', 'e');
+COMMIT;
+SELECT shard_key, attempts FROM inbox.quarantine WHERE inbox = 'fs_ts'::regclass;
+SELECT inbox.create_sharded_inbox('fs_num', 'amount', 'numeric');
+SELECT * FROM inbox.record_failure_sharded('fs_num', 1.0, 'n-1', 'e');
+SELECT * FROM inbox.record_failure_sharded('fs_num', 1.00, 'n-1', 'e');
+SELECT shard_key, attempts FROM inbox.quarantine WHERE inbox = 'fs_num'::regclass;
+
 -- Retention: an expired claim is absent, so a failure of it counts, and the
 -- quarantine takes its row over; purge removes the failures of messages not
 -- quarantined once their last failure is older than the window, never a
@@ -166,7 +185,7 @@ RESET ROLE;
 SELECT message_id, shard_key, verb, actor FROM inbox.audit WHERE actor = 'regress_fs_operator';
 
 -- Dropping an inbox forgets its failures, blocked messages and audit rows.
-DROP TABLE fs_inbox, fs_uuid, fs_window, fs_plain, fs_effects;
+DROP TABLE fs_inbox, fs_uuid, fs_ts, fs_num, fs_window, fs_plain, fs_effects;
 SELECT count(*) AS failures_left FROM inbox.failures;
 SELECT count(*) AS blocked_left FROM inbox.blocked;
 SELECT count(*) AS audit_left FROM inbox.audit_log;

@@ -34,6 +34,7 @@
 #include "miscadmin.h"
 #include "tcop/utility.h"
 #include "utils/builtins.h"
+#include "utils/guc.h"
 #include "utils/lsyscache.h"
 #include "utils/syscache.h"
 #include "utils/timestamp.h"
@@ -62,6 +63,38 @@ typedef struct FailureRow
 	text	   *last_error;
 } FailureRow;
 
+/*
+ * A shard key value as the failures tables keep it: its output form under
+ * fixed settings, so that every session writes a timestamptz, date, interval,
+ * float, bytea or money key alike whatever its own TimeZone, DateStyle,
+ * IntervalStyle, extra_float_digits, bytea_output or lc_monetary; a numeric
+ * without its trailing zeros, so that 1.0 and 1.00, one key to the primary key,
+ * are one here too.  (A key whose equality is looser still, as under a
+ * nondeterministic collation, is kept as it is spelled, as message ids are.)
+ */
+static Datum
+shard_key_text(const InboxInfo *inbox, Datum value)
+{
+	static const char *const settings[][2] = {
+		{"DateStyle", "ISO, YMD"}, {"IntervalStyle", "postgres"}, {"TimeZone", "UTC"},
+		{"extra_float_digits", "1"}, {"bytea_output", "hex"}, {"lc_monetary", "C"}
+	};
+	Oid			output;
+	bool		varlena;
+	int			level = NewGUCNestLevel();
+	char	   *string;
+
+	for (size_t i = 0; i < lengthof(settings); i++)
+		(void) set_config_option(settings[i][0], settings[i][1], PGC_USERSET, PGC_S_SESSION,
+								 GUC_ACTION_SAVE, true, 0, false);
+	if (getBaseType(inbox->shard_type) == NUMERICOID)
+		value = DirectFunctionCall1(numeric_trim_scale, value);
+	getTypeOutputInfo(inbox->shard_type, &output, &varlena);
+	string = OidOutputFunctionCall(output, value);
+	AtEOXact_GUC(true, level);
+	return CStringGetTextDatum(string);
+}
+
 void
 failure_call(FunctionCallInfo fcinfo, AclMode rights, FailureCall *call)
 {
@@ -79,13 +112,9 @@ failure_call(FunctionCallInfo fcinfo, AclMode rights, FailureCall *call)
 	call->shard_text = (Datum) 0;
 	if (sharded_call)
 	{
-		Oid			output;
-		bool		varlena;
-
 		call->shard_value = claim_routed_shard_key(fcinfo, 1, call->inbox);
 		call->shard = &call->shard_value;
-		getTypeOutputInfo(call->inbox->shard_type, &output, &varlena);
-		call->shard_text = CStringGetTextDatum(OidOutputFunctionCall(output, call->shard_value));
+		call->shard_text = shard_key_text(call->inbox, call->shard_value);
 	}
 	call->argno = sig->keyargno + 1;
 	call->id = message_id_from_arg(fcinfo, sig->keyargno, sig->keytype, call->inbox);

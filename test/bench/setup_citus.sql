@@ -220,9 +220,14 @@ VACUUM (FREEZE, ANALYZE) cw_ext, cw_hand;
 -- A poll of 10 messages of one account in one delegated call: poll_ext calls
 -- inbox.claim_apply_many_sharded, whose statement adds the number of fresh ids to the
 -- balance; poll_hand is the delegated function a user would write (INSERT ... SELECT
--- unnest ... ON CONFLICT DO NOTHING in key order, then the UPDATE by the row count).
+-- unnest ... ON CONFLICT DO NOTHING in key order, then the UPDATE by the number of
+-- rows it inserted).  That number comes from RETURNING: on a Citus table the row count
+-- of such an INSERT ... SELECT (GET DIAGNOSTICS ... ROW_COUNT) counts the rows the
+-- SELECT gave, inserted or not, and a redelivered poll would be paid again.
 CREATE TABLE batch_accounts (id bigint PRIMARY KEY, balance bigint NOT NULL);
 SELECT create_distributed_table('batch_accounts', 'id', colocate_with => 'accounts');
+CREATE TABLE hand_batch_accounts (id bigint PRIMARY KEY, balance bigint NOT NULL);
+SELECT create_distributed_table('hand_batch_accounts', 'id', colocate_with => 'accounts');
 SELECT inbox.create_sharded_inbox('batch_inbox', 'account_id', 'bigint');
 SELECT create_distributed_table('batch_inbox', 'account_id', colocate_with => 'accounts');
 CREATE TABLE hand_batch (account_id bigint NOT NULL, message_id text NOT NULL,
@@ -236,21 +241,22 @@ BEGIN
                    array_fill(acct, ARRAY[cardinality(ids)])));
 END $$;
 CREATE FUNCTION poll_hand(acct bigint, ids text[]) RETURNS bigint LANGUAGE plpgsql AS $$
-DECLARE n int;
+DECLARE n bigint;
 BEGIN
-  INSERT INTO hand_batch (account_id, message_id)
-    SELECT acct, u FROM unnest(ids) u ORDER BY 2 ON CONFLICT DO NOTHING;
-  GET DIAGNOSTICS n = ROW_COUNT;
+  WITH fresh AS (INSERT INTO hand_batch (account_id, message_id)
+                   SELECT acct, u FROM unnest(ids) u ORDER BY 2 ON CONFLICT DO NOTHING RETURNING 1)
+  SELECT count(*) INTO n FROM fresh;
   IF n > 0 THEN
-    UPDATE batch_accounts SET balance = balance + n WHERE id = acct;
+    UPDATE hand_batch_accounts SET balance = balance + n WHERE id = acct;
   END IF;
   RETURN n;
 END $$;
 SELECT create_distributed_function('poll_ext(bigint,text[])', '$1', colocate_with := 'accounts');
 SELECT create_distributed_function('poll_hand(bigint,text[])', '$1', colocate_with := 'accounts');
 INSERT INTO batch_accounts SELECT g, 0 FROM generate_series(1, 1000) g;
+INSERT INTO hand_batch_accounts SELECT g, 0 FROM generate_series(1, 1000) g;
 INSERT INTO batch_inbox (account_id, message_id)
     SELECT 1 + g % 1000, g::text FROM generate_series(1, :preload) g;
 INSERT INTO hand_batch (account_id, message_id)
     SELECT 1 + g % 1000, g::text FROM generate_series(1, :preload) g;
-VACUUM (FREEZE, ANALYZE) batch_accounts, batch_inbox, hand_batch;
+VACUUM (FREEZE, ANALYZE) batch_accounts, hand_batch_accounts, batch_inbox, hand_batch;

@@ -562,6 +562,14 @@ SHARDED_REENTRY = [
     ("acquire_same", "PERFORM inbox.acquire_sharded('fz.rs', NEW.acct, NEW.message_id, '1 minute')"),
     ("result_same", "PERFORM inbox.result_sharded('fz.rs', NEW.acct, NEW.message_id)"),
     ("complete_same", "PERFORM inbox.complete_sharded('fz.rs', NEW.acct, NEW.message_id, '{}')"),
+    ("record_failure_same", "PERFORM inbox.record_failure_sharded('fz.rs', NEW.acct, NEW.message_id, 'boom', 'k')"),
+    ("quarantine_other", "PERFORM inbox.set_max_attempts('fz.rs', 1); "
+                         "PERFORM inbox.record_failure_sharded('fz.rs', NEW.acct, NEW.message_id || '-q', 'boom', 'k')"),
+    ("claim_in_order", "PERFORM inbox.set_key_ordering('fz.rs', true); "
+                       "PERFORM inbox.claim_in_order_sharded('fz.rs', NEW.acct, NEW.message_id || '-o', 'k')"),
+    ("retry_same", "PERFORM inbox.retry_sharded('fz.rs', NEW.acct, NEW.message_id)"),
+    ("discard_other", "PERFORM inbox.discard_sharded('fz.rs', NEW.acct, NEW.message_id || '-d')"),
+    ("forget_same", "PERFORM inbox.forget_sharded('fz.rs', NEW.acct, NEW.message_id)"),
 ]
 SHARDED_REENTRY_CALLS = [
     "SELECT inbox.claim_sharded('fz.rs', 1, 'a'), inbox.claim_sharded('fz.rs', 2, 'a')",
@@ -571,6 +579,9 @@ SHARDED_REENTRY_CALLS = [
     "SELECT inbox.try_claim_sharded('fz.rs', 1, 'a'), inbox.try_claim_sharded('fz.rs', 1, 'a')",
     "SELECT status FROM inbox.acquire_sharded('fz.rs', 1, 'a', '1 minute')",
     "SELECT inbox.claim_sharded('fz.rs', 1, 'a', '\\x01'::bytea), inbox.claim_sharded('fz.rs', 1, 'a', '\\x01'::bytea)",
+    "SELECT inbox.set_key_ordering('fz.rs', true), inbox.claim_in_order_sharded('fz.rs', 1, 'a', 'k'), "
+    "inbox.claim_in_order_sharded('fz.rs', 1, 'b', 'k')",
+    "SELECT (inbox.record_failure_sharded('fz.rs', 1, 'a', 'boom', 'k')).*, inbox.try_claim_sharded('fz.rs', 1, 'a')",
 ]
 
 DEDUP_TRIGGERS = [
