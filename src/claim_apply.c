@@ -192,6 +192,7 @@ claim_apply_common(FunctionCallInfo fcinfo, bool sharded)
 	const CallSignature *sig = signature_of_call(fcinfo);
 	InboxInfo  *inbox = registry_lookup(fcinfo, 0, RowExclusiveLock, ACL_INSERT | ACL_SELECT);
 	Datum		shard_key = (Datum) 0;
+	const Datum *shard = NULL;
 	Datum		id;
 	const char *source;
 	StatementArgs args;
@@ -204,6 +205,7 @@ claim_apply_common(FunctionCallInfo fcinfo, bool sharded)
 	{
 		registry_check_shard_form(fcinfo, inbox, true);
 		shard_key = claim_routed_shard_key(fcinfo, 1, inbox);
+		shard = &shard_key;
 	}
 	id = message_id_from_arg(fcinfo, sig->keyargno, sig->keytype, inbox);
 	source = statement_source(fcinfo, sig);
@@ -211,9 +213,9 @@ claim_apply_common(FunctionCallInfo fcinfo, bool sharded)
 
 	spi_connect();
 	statement = statement_cache_get(source, args.nargs, args.types);
-	claimed = claim_then_apply(inbox, id, sharded ? &shard_key : NULL, statement, &args);
+	claimed = claim_then_apply(inbox, id, shard, statement, &args);
 	SPI_finish();
-	quarantined = !claimed && claim_quarantined_after_claim(inbox, id, sharded ? &shard_key : NULL);
+	quarantined = !claimed && claim_quarantined_after_claim(inbox, id, shard);
 
 	/*
 	 * The statement, or another session meanwhile, may have dropped the

@@ -230,7 +230,7 @@ failure_lock(const FailureCall *call, FailureRow *row)
 }
 
 /* Forget the message's failures, and that it waited behind another's (key_order.c). */
-static void
+void
 failure_delete(const FailureCall *call)
 {
 	failures_execute(call, "WITH b AS (DELETE FROM %1$s.blocked WHERE " FAILURE_IS ") "

@@ -39,6 +39,7 @@ typedef struct FailureCall
 extern void failure_call(FunctionCallInfo fcinfo, AclMode rights, FailureCall *call);
 extern uint64 failures_execute(const FailureCall *call, const char *sql, int nargs,
 							   const Oid *types, const Datum *args, const bool *args_null);
+extern void failure_delete(const FailureCall *call);
 extern void failures_purge(FunctionCallInfo fcinfo, const InboxInfo *inbox,
 						   TimestampTz cutoff);
 extern Datum text_arg_clipped(FunctionCallInfo fcinfo, int argno, int max, bool *isnull);

@@ -160,9 +160,7 @@ inbox_claim_in_order(PG_FUNCTION_ARGS)
 			status = claim_status_of_insert(call.inbox, call.id, call.shard);
 			/* Applied once this commits: its key is no longer held by it. */
 			if (strcmp(status, "claimed") == 0)
-				failures_execute(&call, "WITH b AS (DELETE FROM %1$s.blocked WHERE " FAILURE_IS ") "
-								 "DELETE FROM %1$s.failures WHERE " FAILURE_IS,
-								 0, NULL, NULL, NULL);
+				failure_delete(&call);
 		}
 	}
 	SPI_finish();

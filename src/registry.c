@@ -540,6 +540,19 @@ has_sharded_form(const char *name)
 	return false;
 }
 
+/* "claim, claim_apply, ... and claim_in_order", for the hint that names them. */
+static char *
+sharded_form_names(void)
+{
+	StringInfoData buf;
+
+	initStringInfo(&buf);
+	for (size_t i = 0; i < lengthof(sharded_forms); i++)
+		appendStringInfo(&buf, "%s%s", i == 0 ? "" : i + 1 == lengthof(sharded_forms) ? " and " : ", ",
+						 sharded_forms[i]);
+	return buf.data;
+}
+
 /*
  * A sharded inbox is claimed by (shard key, message id): the _sharded forms of
  * the claim functions, and only they, take the shard key value.
@@ -559,7 +572,8 @@ registry_check_shard_form(FunctionCallInfo fcinfo, const InboxInfo *inbox, bool 
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 				 errmsg("%s() does not support sharded inbox \"%s\"", name,
 						get_rel_name(inbox->relid)),
-				 errhint("The functions with a _sharded form, which takes the shard key value before the id, are claim, claim_apply, claim_many, claim_apply_many, try_claim, complete, result, acquire, finish, release, record_failure, retry, discard, forget and claim_in_order.")));
+				 errhint("The functions with a _sharded form, which takes the shard key value before the id, are %s.",
+						 sharded_form_names())));
 	if (sharded)
 		ereport(ERROR,
 				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
