@@ -766,6 +766,15 @@ LANGUAGE C VOLATILE PARALLEL UNSAFE;
 COMMENT ON FUNCTION inbox.set_key_ordering(pg_catalog.regclass, pg_catalog.bool) IS
     'let claim_in_order be used on the inbox (true) or not; owner only';
 
+-- A sharded inbox that Citus distributes keeps its failures, blocked, audit and
+-- key-lock rows in four tables beside it, distributed by the shard key and
+-- co-located with it, so that the workers' calls and a shard move keep them.
+CREATE FUNCTION inbox.distribute_failures(inbox pg_catalog.regclass)
+RETURNS void AS 'MODULE_PATHNAME', 'inbox_distribute_failures'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION inbox.distribute_failures(pg_catalog.regclass) IS
+    'on a Citus coordinator, make the tables <inbox>_failures, _blocked, _audit and _keys that keep the failures of a sharded inbox distributed by its shard key, co-located with it; owner only';
+
 CREATE FUNCTION inbox.claim_in_order(inbox pg_catalog.regclass, message_id pg_catalog.text,
                                      ordering_key pg_catalog.text)
 RETURNS inbox.claim_status AS 'MODULE_PATHNAME', 'inbox_claim_in_order'
@@ -797,6 +806,7 @@ REVOKE ALL ON FUNCTION inbox.forget(pg_catalog.regclass, pg_catalog.uuid, pg_cat
 REVOKE ALL ON FUNCTION inbox.forget(pg_catalog.regclass, pg_catalog.int8, pg_catalog.text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION inbox.set_max_attempts(pg_catalog.regclass, pg_catalog.int4) FROM PUBLIC;
 REVOKE ALL ON FUNCTION inbox.set_key_ordering(pg_catalog.regclass, pg_catalog.bool) FROM PUBLIC;
+REVOKE ALL ON FUNCTION inbox.distribute_failures(pg_catalog.regclass) FROM PUBLIC;
 
 /*
  * The _sharded forms of the failure functions, for an inbox with a shard key:

@@ -184,6 +184,25 @@ SELECT inbox.forget_sharded('fs_inbox', 5, 'r-1');
 RESET ROLE;
 SELECT message_id, shard_key, verb, actor FROM inbox.audit WHERE actor = 'regress_fs_operator';
 
+-- distribute_failures is for a sharded inbox that Citus distributes: on one
+-- node, each kind of table is refused with its reason; it is not for PUBLIC,
+-- and only the owner may call it.
+SELECT inbox.distribute_failures('fs_inbox');
+SELECT inbox.distribute_failures('fs_plain');
+\set VERBOSITY sqlstate
+SELECT inbox.distribute_failures('fs_effects');
+SELECT inbox.distribute_failures(NULL);
+SELECT inbox.distribute_failures('pg_class');
+SET ROLE regress_fs_operator;
+SELECT inbox.distribute_failures('fs_inbox');
+RESET ROLE;
+GRANT EXECUTE ON FUNCTION inbox.distribute_failures(regclass) TO regress_fs_operator;
+SET ROLE regress_fs_operator;
+SELECT inbox.distribute_failures('fs_inbox');
+RESET ROLE;
+\set VERBOSITY default
+SELECT count(*) AS made FROM pg_class WHERE relname LIKE 'fs\_inbox\_%' AND relkind = 'r';
+
 -- Dropping an inbox forgets its failures, blocked messages and audit rows.
 DROP TABLE fs_inbox, fs_uuid, fs_ts, fs_num, fs_window, fs_plain, fs_effects;
 SELECT count(*) AS failures_left FROM inbox.failures;

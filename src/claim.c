@@ -68,6 +68,7 @@
 
 #include "inbox_info.h"
 #include "adaptive.h"
+#include "citus_failures.h"
 #include "claim.h"
 #include "claim_direct.h"
 #include "claim_routed.h"
@@ -302,7 +303,7 @@ claim_dispatch(InboxInfo *inbox, Datum message_id, bytea *fingerprint, bool conn
  * After a duplicate: is the id quarantined (failures.c)?  One more look at its
  * claim, for the functions that answer quarantined apart from duplicate;
  * shard is the shard key value of a sharded inbox, else NULL.  A Citus table
- * has no quarantine (registry_check_not_distributed).
+ * has a quarantine only once it has failures tables (citus_failures.c).
  */
 bool
 claim_quarantined(InboxInfo *inbox, Datum message_id, const Datum *shard)
@@ -310,7 +311,7 @@ claim_quarantined(InboxInfo *inbox, Datum message_id, const Datum *shard)
 	ClaimRow	row;
 
 	inbox->dup_row_known = false;
-	if (inbox->distributed)
+	if (inbox->distributed && !citus_failures_exist(inbox))
 		return false;
 	claim_row_read_key(inbox, message_id, shard, true, &row);
 	return claim_row_quarantined(&row);

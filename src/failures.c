@@ -15,7 +15,8 @@
  *
  * A sharded inbox's message is (shard key, message id): its _sharded forms
  * take the shard key second, and its rows here carry the key's text form.
- * They are kept on one node, so not for a Citus table, whose shards move.
+ * Those tables are of one node; a Citus table keeps the same rows in tables
+ * beside its shards (citus_failures.c), written by the same statements.
  *
  * Rights are the caller's on the inbox, checked before any lock (registry.c);
  * the claim row is written with them, as a claim's is.  The extension's tables are
@@ -95,6 +96,33 @@ shard_key_text(const InboxInfo *inbox, Datum value)
 	return CStringGetTextDatum(string);
 }
 
+/*
+ * A Citus table keeps its failures in tables of its own, beside its shards
+ * (citus_failures.c): only a sharded inbox has such shards, and only once
+ * distribute_failures made the tables.
+ */
+static void
+failure_call_citus(FunctionCallInfo fcinfo, FailureCall *call)
+{
+	const char *name = get_rel_name(call->inbox->relid);
+
+	if (call->inbox->shard_attnum == InvalidAttrNumber)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("%s() does not support Citus table \"%s\", which has no shard key",
+						get_func_name(fcinfo->flinfo->fn_oid), name),
+				 errdetail("A Citus table keeps its failures in tables co-located with it by its shard key."),
+				 errhint("Make the inbox with create_sharded_inbox() and distribute it by its shard key.")));
+	if (!citus_failures_lookup(call->inbox, &call->companions))
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("inbox \"%s\" has no failures tables", name),
+				 errdetail("A Citus table keeps its failures in tables co-located with it, which neither a call on another node nor a shard move loses."),
+				 errhint("Run SELECT inbox.distribute_failures(%s) on the coordinator.",
+						 quote_literal_cstr(call->inbox->qualname))));
+	call->citus = &call->companions;
+}
+
 void
 failure_call(FunctionCallInfo fcinfo, AclMode rights, FailureCall *call)
 {
@@ -104,8 +132,10 @@ failure_call(FunctionCallInfo fcinfo, AclMode rights, FailureCall *call)
 	call->fcinfo = fcinfo;
 	call->actor = GetUserId();
 	call->inbox = registry_lookup(fcinfo, 0, RowExclusiveLock, rights);
-	registry_check_not_distributed(fcinfo, call->inbox);
 	registry_check_shard_form(fcinfo, call->inbox, sharded_call);
+	call->citus = NULL;
+	if (call->inbox->distributed)
+		failure_call_citus(fcinfo, call);
 	/* The answers come from the stored claim, which a policy may hide. */
 	registry_check_stored_reads(fcinfo, call->inbox);
 	call->shard = NULL;
@@ -129,33 +159,102 @@ failure_call(FunctionCallInfo fcinfo, AclMode rights, FailureCall *call)
 }
 
 /*
- * Run a statement on the extension's tables as their owner, under
- * SECURITY_RESTRICTED_OPERATION: %1$s in sql is the extension's schema.
- * Returns the rows it touched; SPI_tuptable has those it returned.
+ * A statement on an inbox's failures tables, written once for both kinds: the
+ * extension's tables, which key a message by (inbox, message id, shard key
+ * text), and a Citus inbox's own (citus_failures.c), which key it by (shard
+ * key, message id), the shard key first so that Citus routes the statement to
+ * one shard.  Its words in braces:
+ *   {failures} {blocked} {audit} {keys} {registry}   the tables;
+ *   {inbox}     the inbox's rows ($1), in a statement on one table;
+ *   {f has b's key}   a correlation of the failures f and the blocked b: the
+ *               same inbox and shard key;
+ *   {key}       the rows of the message's shard key ($1 and $3);
+ *   {message}   the message's rows ($1 to $3);
+ *   {inbox,} and {$1,}   the inbox column of an INSERT and its value, which
+ *               only the extension's tables have;
+ *   {message_key}   the key of one message's row, for ON CONFLICT.
+ * ({keys} and {registry} exist for one kind each: the key locks of a Citus
+ * inbox, and the settings of a one-node one.)
+ */
+static char *
+failures_sql(FunctionCallInfo fcinfo, const CompanionTables *citus, const char *statement)
+{
+	const char *schema = quote_identifier(get_namespace_name(registry_extension_namespace(fcinfo)));
+	const char *const words[][2] = {
+		{"{failures}", citus ? citus->failures : psprintf("%s.failures", schema)},
+		{"{blocked}", citus ? citus->blocked : psprintf("%s.blocked", schema)},
+		{"{audit}", citus ? citus->audit : psprintf("%s.audit_log", schema)},
+		{"{keys}", citus ? citus->keys : NULL},
+		{"{registry}", citus ? NULL : psprintf("%s.registry", schema)},
+		{"{inbox}", citus ? "true" : "inbox OPERATOR(pg_catalog.=) $1"},
+		{"{f has b's key}", citus ? "f.shard_key OPERATOR(pg_catalog.=) b.shard_key" :
+		"f.inbox OPERATOR(pg_catalog.=) b.inbox AND f.shard_key IS NOT DISTINCT FROM b.shard_key"},
+		{"{key}", citus ? "shard_key OPERATOR(pg_catalog.=) $3" :
+		"inbox OPERATOR(pg_catalog.=) $1 AND shard_key IS NOT DISTINCT FROM $3"},
+		{"{message}", citus ?
+			"shard_key OPERATOR(pg_catalog.=) $3 AND message_id OPERATOR(pg_catalog.=) $2" :
+			"inbox OPERATOR(pg_catalog.=) $1 AND message_id OPERATOR(pg_catalog.=) $2 "
+		"AND shard_key IS NOT DISTINCT FROM $3"},
+		{"{inbox,}", citus ? "" : "inbox, "},
+		{"{$1,}", citus ? "" : "$1, "},
+		{"{message_key}", citus ? "(shard_key, message_id)" : "(inbox, message_id, shard_key)"},
+	};
+	StringInfoData buf;
+
+	initStringInfo(&buf);
+	for (const char *p = statement; *p != '\0'; p++)
+	{
+		size_t		i;
+
+		for (i = 0; *p == '{' && i < lengthof(words); i++)
+			if (strncmp(p, words[i][0], strlen(words[i][0])) == 0)
+				break;
+		if (*p != '{' || i == lengthof(words))
+		{
+			appendStringInfoChar(&buf, *p);
+			continue;
+		}
+		if (words[i][1] == NULL)
+			elog(ERROR, "a statement on failures named %s, which this inbox has not", words[i][0]);
+		appendStringInfoString(&buf, words[i][1]);
+		p += strlen(words[i][0]) - 1;
+	}
+	return buf.data;
+}
+
+/*
+ * Run a statement (failures_sql) on the failures tables as their owner, under
+ * SECURITY_RESTRICTED_OPERATION: the extension's owner, or the inbox's, whose
+ * a Citus inbox's tables are.  Returns the rows it touched; SPI_tuptable has
+ * those it returned.
  */
 static uint64
-failures_run(FunctionCallInfo fcinfo, const char *sql, int nargs, Oid *types,
-			 Datum *values, const char *nulls)
+failures_run(FunctionCallInfo fcinfo, const CompanionTables *citus, const char *statement,
+			 int nargs, Oid *types, Datum *values, const char *nulls)
 {
-	Oid			nspid = registry_extension_namespace(fcinfo);
-	Oid			relid = registry_extension_relation(fcinfo, "failures");
+	char	   *sql = failures_sql(fcinfo, citus, statement);
 	Oid			owner;
 	Oid			save_userid;
 	int			save_sec_context;
-	HeapTuple	tuple;
 	int			rc;
 
-	tuple = SearchSysCache1(RELOID, ObjectIdGetDatum(relid));
-	if (!HeapTupleIsValid(tuple))
-		elog(ERROR, "cache lookup failed for relation %u", relid);
-	owner = ((Form_pg_class) GETSTRUCT(tuple))->relowner;
-	ReleaseSysCache(tuple);
+	if (citus != NULL)
+		owner = citus->owner;
+	else
+	{
+		Oid			relid = registry_extension_relation(fcinfo, "failures");
+		HeapTuple	tuple = SearchSysCache1(RELOID, ObjectIdGetDatum(relid));
+
+		if (!HeapTupleIsValid(tuple))
+			elog(ERROR, "cache lookup failed for relation %u", relid);
+		owner = ((Form_pg_class) GETSTRUCT(tuple))->relowner;
+		ReleaseSysCache(tuple);
+	}
 
 	GetUserIdAndSecContext(&save_userid, &save_sec_context);
 	SetUserIdAndSecContext(owner, save_sec_context | SECURITY_LOCAL_USERID_CHANGE |
 						   SECURITY_RESTRICTED_OPERATION);
-	rc = SPI_execute_with_args(psprintf(sql, quote_identifier(get_namespace_name(nspid))),
-							   nargs, types, values, nulls, false, 0);
+	rc = SPI_execute_with_args(sql, nargs, types, values, nulls, false, 0);
 	SetUserIdAndSecContext(save_userid, save_sec_context);
 	if (rc < 0)
 		spi_report_error(rc, "a statement on failures");
@@ -163,53 +262,78 @@ failures_run(FunctionCallInfo fcinfo, const char *sql, int nargs, Oid *types,
 }
 
 /*
- * failures_run for one message: $1 is the inbox, $2 the message id and $3 the
- * shard key (FAILURE_IS), then args from $4.
+ * failures_run for one message: $1 is the inbox, $2 the message id, $3 the
+ * shard key (its text form, or of a Citus inbox its value; NULL for an inbox
+ * without one) and $4 the transaction's start, now(), which Citus refuses in an
+ * ON CONFLICT's SET; then args from $5.
  */
 uint64
-failures_execute(const FailureCall *call, const char *sql, int nargs, const Oid *types,
+failures_execute(const FailureCall *call, const char *statement, int nargs, const Oid *types,
 				 const Datum *args, const bool *args_null)
 {
-	Oid			argtypes[8] = {REGCLASSOID, TEXTOID, TEXTOID};
-	Datum		values[8] = {ObjectIdGetDatum(call->inbox->relid), call->id_text,
-	call->shard_text};
-	char		nulls[8] = {' ', ' ', call->shard ? ' ' : 'n'};
+	Oid			argtypes[9] = {REGCLASSOID, TEXTOID, TEXTOID, TIMESTAMPTZOID};
+	Datum		values[9] = {ObjectIdGetDatum(call->inbox->relid), call->id_text,
+		call->shard_text, TimestampTzGetDatum(GetCurrentTransactionStartTimestamp())};
+	char		nulls[9] = {' ', ' ', call->shard ? ' ' : 'n', ' '};
 
 	Assert(nargs <= 5);
+	if (call->citus)
+	{
+		argtypes[2] = call->inbox->shard_type;
+		values[2] = call->shard_value;
+	}
 	for (int i = 0; i < nargs; i++)
 	{
-		argtypes[3 + i] = types[i];
-		values[3 + i] = args[i];
-		nulls[3 + i] = args_null != NULL && args_null[i] ? 'n' : ' ';
+		argtypes[4 + i] = types[i];
+		values[4 + i] = args[i];
+		nulls[4 + i] = args_null != NULL && args_null[i] ? 'n' : ' ';
 	}
-	return failures_run(call->fcinfo, sql, 3 + nargs, argtypes, values, nulls);
+	return failures_run(call->fcinfo, call->citus, statement, 4 + nargs, argtypes, values, nulls);
 }
 
 /*
  * purge's part (retention.c): the failures of messages not quarantined whose
  * last failure is older than the window (applied since, or never delivered
- * again), and the blocked rows of keys no longer held.  Quarantined messages
- * stay until a verb: purge never decides that a poisoned message may run.
- * SPI must be connected; nothing to do before the extension is updated.
+ * again), the blocked rows of keys no longer held, and a Citus inbox's key
+ * locks that no row names.  Quarantined messages stay until a verb: purge
+ * never decides that a poisoned message may run.  SPI must be connected;
+ * nothing to do before the extension is updated, or for a Citus inbox without
+ * failures tables.  (Purge may delete a key lock row that a claim holds: it
+ * waits for that claim, and the next claim of the key makes the row again.)
  */
 void
 failures_purge(FunctionCallInfo fcinfo, const InboxInfo *inbox, TimestampTz cutoff)
 {
 	Oid			types[2] = {REGCLASSOID, TIMESTAMPTZOID};
 	Datum		values[2] = {ObjectIdGetDatum(inbox->relid), TimestampTzGetDatum(cutoff)};
+	CompanionTables tables;
+	const CompanionTables *citus = NULL;
 
 	if (!OidIsValid(get_relname_relid("blocked", registry_extension_namespace(fcinfo))))
 		return;
-	failures_run(fcinfo, "DELETE FROM %1$s.failures WHERE inbox OPERATOR(pg_catalog.=) $1 "
+	if (inbox->distributed)
+	{
+		if (inbox->shard_attnum == InvalidAttrNumber || !citus_failures_lookup(inbox, &tables))
+			return;
+		citus = &tables;
+	}
+	failures_run(fcinfo, citus, "DELETE FROM {failures} WHERE {inbox} "
 				 "AND quarantined_at IS NULL AND last_failed_at OPERATOR(pg_catalog.<) $2",
 				 2, types, values, NULL);
-	failures_run(fcinfo, "DELETE FROM %1$s.blocked b WHERE b.inbox OPERATOR(pg_catalog.=) $1 "
+	failures_run(fcinfo, citus, "DELETE FROM {blocked} b WHERE {inbox} "
 				 "AND b.last_blocked_at OPERATOR(pg_catalog.<) $2 "
-				 "AND NOT EXISTS (SELECT 1 FROM %1$s.failures f "
-				 "WHERE f.inbox OPERATOR(pg_catalog.=) b.inbox "
-				 "AND f.message_id OPERATOR(pg_catalog.=) b.blocked_by "
-				 "AND f.shard_key IS NOT DISTINCT FROM b.shard_key)",
+				 "AND NOT EXISTS (SELECT 1 FROM {failures} f WHERE {f has b's key} "
+				 "AND f.message_id OPERATOR(pg_catalog.=) b.blocked_by)",
 				 2, types, values, NULL);
+	if (citus != NULL)
+		failures_run(fcinfo, citus, "DELETE FROM {keys} k "
+					 "WHERE NOT EXISTS (SELECT 1 FROM {failures} f "
+					 "WHERE f.shard_key OPERATOR(pg_catalog.=) k.shard_key "
+					 "AND f.ordering_key OPERATOR(pg_catalog.=) k.ordering_key) "
+					 "AND NOT EXISTS (SELECT 1 FROM {blocked} b "
+					 "WHERE b.shard_key OPERATOR(pg_catalog.=) k.shard_key "
+					 "AND b.ordering_key OPERATOR(pg_catalog.=) k.ordering_key)",
+					 2, types, values, NULL);
 }
 
 /* The message's failures row, locked against a concurrent failure or verb. */
@@ -220,7 +344,7 @@ failure_lock(const FailureCall *call, FailureRow *row)
 
 	memset(row, 0, sizeof(FailureRow));
 	if (failures_execute(call, "SELECT attempts, quarantined_at IS NOT NULL, last_error "
-						 "FROM %1$s.failures WHERE " FAILURE_IS " FOR UPDATE",
+						 "FROM {failures} WHERE {message} FOR UPDATE",
 						 0, NULL, NULL, NULL) == 0)
 		return;
 	row->found = true;
@@ -233,8 +357,8 @@ failure_lock(const FailureCall *call, FailureRow *row)
 void
 failure_delete(const FailureCall *call)
 {
-	failures_execute(call, "WITH b AS (DELETE FROM %1$s.blocked WHERE " FAILURE_IS ") "
-					 "DELETE FROM %1$s.failures WHERE " FAILURE_IS, 0, NULL, NULL, NULL);
+	failures_execute(call, "WITH b AS (DELETE FROM {blocked} WHERE {message}) "
+					 "DELETE FROM {failures} WHERE {message}", 0, NULL, NULL, NULL);
 }
 
 /* A text argument that may be NULL, cut to at most max bytes on a character boundary. */
@@ -291,6 +415,20 @@ quarantine_claim(const FailureCall *call, bool over_expired)
 	return true;
 }
 
+/* After how many failed attempts the inbox quarantines a message. */
+static int32
+max_attempts(const FailureCall *call)
+{
+	bool		isnull;
+
+	if (call->citus)
+		return call->citus->max_attempts;
+	if (failures_execute(call, "SELECT max_attempts FROM {registry} "
+						 "WHERE relid OPERATOR(pg_catalog.=) $1", 0, NULL, NULL, NULL) != 1)
+		elog(ERROR, "inbox \"%s\" has no registry row", get_rel_name(call->inbox->relid));
+	return DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+}
+
 /*
  * One look at the message for record_failure: its status, with the attempts it
  * has made, or NULL when the row changed under us and must be read again.
@@ -302,7 +440,6 @@ record_attempt(const FailureCall *call, Datum *args, bool *args_null, int32 *att
 	FailureRow	failure;
 	bool		expired = false;
 	bool		isnull;
-	int32		max_attempts;
 
 	claim_row_read_key(call->inbox, call->id, call->shard, true, &row);
 	if (row.state == ROW_INSERTING || row.state == ROW_CHANGING)
@@ -329,21 +466,18 @@ record_attempt(const FailureCall *call, Datum *args, bool *args_null, int32 *att
 
 	/* Counted only while not quarantined: a quarantine ends with a verb. */
 	if (failures_execute(call,
-						 "INSERT INTO %1$s.failures AS f "
-						 "(inbox, message_id, shard_key, last_error, ordering_key, attempts) "
-						 "VALUES ($1, $2, $3, $4, $5, 1) "
-						 "ON CONFLICT (inbox, message_id, shard_key) DO UPDATE "
+						 "INSERT INTO {failures} AS f ({inbox,}message_id, shard_key, "
+						 "last_error, ordering_key, attempts, first_failed_at, last_failed_at) "
+						 "VALUES ({$1,}$2, $3, $5, $6, 1, $4, $4) "
+						 "ON CONFLICT {message_key} DO UPDATE "
 						 "SET attempts = f.attempts OPERATOR(pg_catalog.+) 1, "
-						 "last_error = excluded.last_error, last_failed_at = pg_catalog.now(), "
+						 "last_error = excluded.last_error, last_failed_at = $4, "
 						 "ordering_key = COALESCE(excluded.ordering_key, f.ordering_key) "
-						 "WHERE f.quarantined_at IS NULL "
-						 "RETURNING f.attempts, (SELECT r.max_attempts FROM %1$s.registry r "
-						 "WHERE r.relid OPERATOR(pg_catalog.=) $1)",
+						 "WHERE f.quarantined_at IS NULL RETURNING f.attempts",
 						 2, (Oid[]) {TEXTOID, TEXTOID}, args, args_null) == 0)
 		return NULL;			/* quarantined by another failure: read again */
 	*attempts = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
-	max_attempts = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull));
-	if (*attempts < max_attempts)
+	if (*attempts < max_attempts(call))
 		return "retry";
 	if (!quarantine_claim(call, expired))
 	{
@@ -352,8 +486,8 @@ record_attempt(const FailureCall *call, Datum *args, bool *args_null, int32 *att
 		*attempts = 0;
 		return "applied";
 	}
-	failures_execute(call, "UPDATE %1$s.failures SET quarantined_at = pg_catalog.now() "
-					 "WHERE " FAILURE_IS, 0, NULL, NULL, NULL);
+	failures_execute(call, "UPDATE {failures} SET quarantined_at = $4 WHERE {message}",
+					 0, NULL, NULL, NULL);
 	return "quarantined";
 }
 
@@ -387,11 +521,10 @@ inbox_record_failure(PG_FUNCTION_ARGS)
 				 errhint("Pass the text of the error the attempt failed with.")));
 	args[0] = text_arg_clipped(fcinfo, call.argno, MAX_ERROR_BYTES, &args_null[0]);
 	args[1] = ordering_key_arg(fcinfo, call.argno + 1, &args_null[1]);
+	spi_connect();
 	/* Serialized with the key's claims in order (key_order.c). */
 	if (!args_null[1])
 		key_order_lock(&call, args[1]);
-
-	spi_connect();
 	while (status == NULL)
 	{
 		claim_row_retry(call.inbox, call.id, &retries);
@@ -417,9 +550,9 @@ audit(const FailureCall *call, const char *verb, const FailureRow *failure)
 	args[2] = text_arg_clipped(call->fcinfo, call->argno, MAX_ERROR_BYTES, &nulls[2]);
 	args[3] = Int32GetDatum(failure->attempts);
 	args[4] = PointerGetDatum(failure->last_error);
-	failures_execute(call, "INSERT INTO %1$s.audit_log "
-					 "(inbox, message_id, shard_key, verb, actor, reason, attempts, last_error) "
-					 "VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
+	failures_execute(call, "INSERT INTO {audit} "
+					 "({inbox,}message_id, shard_key, verb, actor, reason, attempts, last_error) "
+					 "VALUES ({$1,}$2, $3, $5, $6, $7, $8, $9)",
 					 5, (Oid[]) {TEXTOID, NAMEOID, TEXTOID, INT4OID, TEXTOID}, args, nulls);
 }
 
@@ -487,10 +620,10 @@ operator_verb(FunctionCallInfo fcinfo, OperatorVerb verb)
 	if (done)
 	{
 		if (verb == VERB_RETRY)
-			failures_execute(&call, "WITH d AS (DELETE FROM %1$s.failures WHERE " FAILURE_IS
-							 " AND ordering_key IS NULL) "
-							 "UPDATE %1$s.failures SET attempts = 0, quarantined_at = NULL "
-							 "WHERE " FAILURE_IS " AND ordering_key IS NOT NULL",
+			failures_execute(&call, "WITH d AS (DELETE FROM {failures} WHERE {message} "
+							 "AND ordering_key IS NULL) "
+							 "UPDATE {failures} SET attempts = 0, quarantined_at = NULL "
+							 "WHERE {message} AND ordering_key IS NOT NULL",
 							 0, NULL, NULL, NULL);
 		else
 			failure_delete(&call);

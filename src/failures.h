@@ -10,6 +10,7 @@
 #include "fmgr.h"
 #include "datatype/timestamp.h"
 
+#include "citus_failures.h"
 #include "inbox_info.h"
 
 /*
@@ -27,17 +28,12 @@ typedef struct FailureCall
 	Datum		shard_text;		/* its text form (failures.c); 0 if not sharded */
 	int			argno;			/* the first argument after the message id */
 	Oid			actor;			/* the caller, for the audit row */
+	const CompanionTables *citus;	/* &companions of a Citus table, else NULL */
+	CompanionTables companions;
 } FailureCall;
 
-/*
- * $1, $2 and $3 of every statement run by failures_execute: the inbox, the
- * message id and the shard key (NULL for an inbox without one).
- */
-#define FAILURE_IS "inbox OPERATOR(pg_catalog.=) $1 AND message_id OPERATOR(pg_catalog.=) $2 " \
-	"AND shard_key IS NOT DISTINCT FROM $3"
-
 extern void failure_call(FunctionCallInfo fcinfo, AclMode rights, FailureCall *call);
-extern uint64 failures_execute(const FailureCall *call, const char *sql, int nargs,
+extern uint64 failures_execute(const FailureCall *call, const char *statement, int nargs,
 							   const Oid *types, const Datum *args, const bool *args_null);
 extern void failure_delete(const FailureCall *call);
 extern void failures_purge(FunctionCallInfo fcinfo, const InboxInfo *inbox,

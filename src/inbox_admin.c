@@ -33,6 +33,7 @@
 #include "utils/typcache.h"
 #include "utils/varlena.h"
 
+#include "citus_failures.h"
 #include "compat.h"
 #include "inbox_info.h"
 #include "inbox_admin.h"
@@ -511,7 +512,8 @@ inbox_set_retention(PG_FUNCTION_ARGS)
 
 /*
  * A failure setting of the inbox's registry row (max_attempts, key_ordering),
- * read by record_failure and claim_in_order at each call, so nothing is cached.
+ * read by record_failure and claim_in_order at each call, so nothing is cached;
+ * of a Citus table, also in its failures table's marker (citus_failures.c).
  */
 static void
 admin_set_failure_setting(FunctionCallInfo fcinfo, const char *column, Oid type)
@@ -539,6 +541,9 @@ admin_set_failure_setting(FunctionCallInfo fcinfo, const char *column, Oid type)
 								  "WHERE relid OPERATOR(pg_catalog.=) $1",
 								  quote_identifier(admin_extension_schema(fcinfo)), column),
 						 2, argtypes, values, NULL, SPI_OK_UPDATE);
+	/* A Citus table's workers read them from its failures table. */
+	if (inbox->distributed)
+		citus_failures_sync_settings(fcinfo, inbox);
 	SPI_finish();
 }
 

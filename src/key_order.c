@@ -59,14 +59,27 @@ text_hash(Datum value)
  * Lock one ordering key of an inbox (of one shard key value, in a sharded
  * inbox) until the transaction ends.  Two keys whose hashes collide share a
  * lock, which only makes them wait for each other.  lock_timeout and the
- * deadlock detector apply, as to any heavyweight lock.
+ * deadlock detector apply, as to any heavyweight lock.  A Citus inbox's key
+ * lock is the key's row in its keys table instead (citus_failures.c), locked
+ * on the worker that holds the shard, where every call of the key meets it.
+ * SPI must be connected.
  */
 void
 key_order_lock(const FailureCall *call, Datum ordering_key)
 {
-	uint32		hash = text_hash(ordering_key);
+	uint32		hash;
 	LOCKTAG		tag;
 
+	if (call->citus)
+	{
+		/* Locked, not written: DO UPDATE locks the row whatever its WHERE says. */
+		failures_execute(call, "INSERT INTO {keys} AS k (shard_key, ordering_key) VALUES ($3, $5) "
+						 "ON CONFLICT (shard_key, ordering_key) DO UPDATE "
+						 "SET ordering_key = excluded.ordering_key WHERE false",
+						 1, (Oid[]) {TEXTOID}, &ordering_key, NULL);
+		return;
+	}
+	hash = text_hash(ordering_key);
 	if (call->shard)
 		hash = hash_combine(hash, text_hash(call->shard_text));
 	SET_LOCKTAG_ADVISORY(tag, MyDatabaseId, call->inbox->relid, hash, KEY_ORDER_LOCKTAG_CLASS);
@@ -77,12 +90,17 @@ key_order_lock(const FailureCall *call, Datum ordering_key)
 static void
 key_order_check_enabled(const FailureCall *call)
 {
+	bool		enabled;
 	bool		isnull;
 
-	if (failures_execute(call, "SELECT key_ordering FROM %1$s.registry "
-						 "WHERE relid OPERATOR(pg_catalog.=) $1",
-						 0, NULL, NULL, NULL) == 1 &&
-		DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull)))
+	if (call->citus)
+		enabled = call->citus->key_ordering;
+	else
+		enabled = failures_execute(call, "SELECT key_ordering FROM {registry} "
+								   "WHERE relid OPERATOR(pg_catalog.=) $1",
+								   0, NULL, NULL, NULL) == 1 &&
+			DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+	if (enabled)
 		return;
 	ereport(ERROR,
 			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
@@ -101,21 +119,19 @@ key_order_blocked(const FailureCall *call, Datum ordering_key)
 	Datum		args[2] = {ordering_key};
 	bool		isnull;
 
-	if (failures_execute(call, "SELECT message_id FROM %1$s.failures "
-						 "WHERE inbox OPERATOR(pg_catalog.=) $1 "
-						 "AND shard_key IS NOT DISTINCT FROM $3 "
-						 "AND ordering_key OPERATOR(pg_catalog.=) $4 "
+	if (failures_execute(call, "SELECT message_id FROM {failures} WHERE {key} "
+						 "AND ordering_key OPERATOR(pg_catalog.=) $5 "
 						 "AND message_id OPERATOR(pg_catalog.<>) $2 "
 						 "ORDER BY first_failed_at, message_id LIMIT 1",
 						 1, (Oid[]) {TEXTOID}, args, NULL) == 0)
 		return false;
 	args[1] = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
-	failures_execute(call, "INSERT INTO %1$s.blocked AS b "
-					 "(inbox, message_id, shard_key, ordering_key, blocked_by) "
-					 "VALUES ($1, $2, $3, $4, $5) "
-					 "ON CONFLICT (inbox, message_id, shard_key) DO UPDATE "
+	failures_execute(call, "INSERT INTO {blocked} AS b ({inbox,}message_id, shard_key, "
+					 "ordering_key, blocked_by, first_blocked_at, last_blocked_at) "
+					 "VALUES ({$1,}$2, $3, $5, $6, $4, $4) "
+					 "ON CONFLICT {message_key} DO UPDATE "
 					 "SET blocked_by = excluded.blocked_by, ordering_key = excluded.ordering_key, "
-					 "last_blocked_at = pg_catalog.now(), "
+					 "last_blocked_at = $4, "
 					 "deliveries = b.deliveries OPERATOR(pg_catalog.+) 1",
 					 2, (Oid[]) {TEXTOID, TEXTOID}, args, NULL);
 	return true;

@@ -506,24 +506,6 @@ registry_check_stored_reads(FunctionCallInfo fcinfo, const InboxInfo *inbox)
 				 errhint("Use claim() or claim_apply(), which apply the policies, or run as the inbox's owner.")));
 }
 
-/*
- * Poison messages and per-key ordering (failures.c, key_order.c) keep rows of
- * their own beside a claim, in the extension's tables of one node: not for a
- * Citus table, whose claims live on other nodes and move with their shards,
- * which would leave a message's attempts and its key's order behind.
- */
-void
-registry_check_not_distributed(FunctionCallInfo fcinfo, const InboxInfo *inbox)
-{
-	if (inbox->distributed)
-		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("%s() does not support Citus table \"%s\"",
-						get_func_name(fcinfo->flinfo->fn_oid), get_rel_name(inbox->relid)),
-				 errdetail("Failures and the order of a key are kept in tables of one node, which a shard move does not carry."),
-				 errhint("Count attempts in the consumer, or use an inbox on one node, sharded or not.")));
-}
-
 /* The functions that have a _sharded form, which takes the shard key second. */
 static const char *const sharded_forms[] = {
 	"claim", "claim_apply", "claim_many", "claim_apply_many", "try_claim", "complete",

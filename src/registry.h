@@ -16,7 +16,6 @@ extern InboxInfo *registry_lookup_relid(FunctionCallInfo fcinfo, Oid relid, LOCK
 extern InboxInfo *registry_lookup_if_intact(FunctionCallInfo fcinfo, int argno, LOCKMODE lockmode);
 extern void registry_check_window_rights(const InboxInfo *inbox);
 extern void registry_check_stored_reads(FunctionCallInfo fcinfo, const InboxInfo *inbox);
-extern void registry_check_not_distributed(FunctionCallInfo fcinfo, const InboxInfo *inbox);
 extern void registry_check_shard_form(FunctionCallInfo fcinfo, const InboxInfo *inbox,
 									  bool sharded_call);
 extern Oid	registry_extension_namespace(FunctionCallInfo fcinfo);

@@ -5,7 +5,7 @@
 -- Run with pg_prove in a database where pgtap and idempotent_inbox are installed.
 
 BEGIN;
-SELECT plan(123);
+SELECT plan(126);
 SET LOCAL search_path = public;
 
 CREATE TEMP TABLE api (fname name, args name[], returns text);
@@ -19,7 +19,8 @@ SELECT f, ARRAY['regclass', k] || extra, r
 INSERT INTO api
 SELECT fname || '_sharded', ARRAY['regclass', '"any"'] || args[2:], returns FROM api;
 INSERT INTO api VALUES ('set_max_attempts', '{regclass,integer}', 'void'),
-                       ('set_key_ordering', '{regclass,boolean}', 'void');
+                       ('set_key_ordering', '{regclass,boolean}', 'void'),
+                       ('distribute_failures', '{regclass}', 'void');
 
 SELECT has_function('inbox', fname, args, format('inbox.%s(%s) exists', fname, array_to_string(args, ', ')))
   FROM api ORDER BY fname, args;
@@ -40,7 +41,8 @@ SELECT ok(NOT has_function_privilege('public', p.oid, 'EXECUTE'),
   FROM pg_proc p
  WHERE p.pronamespace = 'inbox'::regnamespace
    AND p.proname IN ('retry', 'discard', 'forget', 'retry_sharded', 'discard_sharded',
-                     'forget_sharded', 'set_max_attempts', 'set_key_ordering')
+                     'forget_sharded', 'set_max_attempts', 'set_key_ordering',
+                     'distribute_failures')
  ORDER BY p.oid::regprocedure::text;
 SELECT ok(has_function_privilege('public', p.oid, 'EXECUTE'),
           format('PUBLIC may execute %s', p.oid::regprocedure))

@@ -84,20 +84,20 @@ is( sqlstate_of(q{SELECT * FROM inbox.acquire_sharded('keys', 5, 'k3', '1 minute
 	'0A000', 'session-bound leases are refused on a distributed inbox');
 is(sqlstate_of(q{SELECT inbox.try_claim('keys', 'm1')}), '42809',
 	'the plain forms do not name a claim of a sharded inbox');
-# Failures and key ordering keep rows in tables of one node, which a shard move
-# does not carry: refused on a Citus table, on the coordinator and on a worker,
-# with the reason, and nothing recorded.
+# Failures and key ordering need the failures tables distribute_failures makes
+# (008_failures.pl): without them, refused on the coordinator and on a worker,
+# saying how to make them, and nothing recorded on one node.
 foreach my $call (
 	q{SELECT * FROM inbox.record_failure_sharded('keys', 5, 'p1', 'boom')},
 	q{SELECT inbox.claim_in_order_sharded('keys', 5, 'p1', 'k')},
 	q{SELECT inbox.retry_sharded('keys', 5, 'p1')})
 {
-	is(sqlstate_of($call), '0A000', "refused on a Citus table: $call");
+	is(sqlstate_of($call), '55000', "no failures tables: $call");
 }
 my (undef, undef, $refusal) = $workers[0]->psql('postgres',
 	q{SELECT * FROM inbox.record_failure_sharded('keys', 5, 'p1', 'boom')});
-like($refusal, qr/does not support Citus table "keys".*shard move/s,
-	'a worker refuses it too, saying why');
+like($refusal, qr/inbox "keys" has no failures tables.*distribute_failures/s,
+	'a worker refuses it too, saying what to run');
 is(q1(q{SELECT count(*) FROM inbox.failures}), '0', 'nothing recorded');
 is(q1(q{SELECT pg_relation_size('keys')}), '0', 'the shell stayed empty');
 
