@@ -1463,10 +1463,31 @@ REVOKE ALL ON FUNCTION inbox.forget_sharded(pg_catalog.regclass, "any", pg_catal
 REVOKE ALL ON FUNCTION inbox.forget_sharded(pg_catalog.regclass, "any", pg_catalog.uuid, pg_catalog.text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION inbox.forget_sharded(pg_catalog.regclass, "any", pg_catalog.int8, pg_catalog.text) FROM PUBLIC;
 
+-- The rows of the Citus inboxes' failures tables (distribute_failures), in the
+-- columns of the extension's tables, of the inboxes the caller may read (of one
+-- inbox, or of all): what the views add to the extension's own rows.
+CREATE FUNCTION inbox.citus_failures(inbox pg_catalog.regclass DEFAULT NULL)
+RETURNS SETOF inbox.failures AS 'MODULE_PATHNAME', 'inbox_citus_failures'
+LANGUAGE C STABLE PARALLEL UNSAFE ROWS 10;
+COMMENT ON FUNCTION inbox.citus_failures(pg_catalog.regclass) IS
+    'the failures rows of Citus inboxes you may read, from their <inbox>_failures tables, in the columns of inbox.failures';
+CREATE FUNCTION inbox.citus_blocked(inbox pg_catalog.regclass DEFAULT NULL)
+RETURNS SETOF inbox.blocked AS 'MODULE_PATHNAME', 'inbox_citus_blocked'
+LANGUAGE C STABLE PARALLEL UNSAFE ROWS 10;
+COMMENT ON FUNCTION inbox.citus_blocked(pg_catalog.regclass) IS
+    'the blocked rows of Citus inboxes you may read, from their <inbox>_blocked tables, in the columns of inbox.blocked';
+CREATE FUNCTION inbox.citus_audit_log(inbox pg_catalog.regclass DEFAULT NULL)
+RETURNS SETOF inbox.audit_log AS 'MODULE_PATHNAME', 'inbox_citus_audit_log'
+LANGUAGE C STABLE PARALLEL UNSAFE ROWS 10;
+COMMENT ON FUNCTION inbox.citus_audit_log(pg_catalog.regclass) IS
+    'the audit rows of Citus inboxes you may read, from their <inbox>_audit tables, in the columns of inbox.audit_log';
+
 -- has_table_privilege is NULL for a table that no longer exists: such rows are skipped.
 -- Within a key, position orders the messages as they hold it: the failing,
 -- quarantined or retried one first, then those blocked behind it.
 CREATE VIEW inbox.quarantine WITH (security_barrier) AS
+    WITH f AS (SELECT * FROM inbox.failures UNION ALL SELECT * FROM inbox.citus_failures()),
+         b AS (SELECT * FROM inbox.blocked UNION ALL SELECT * FROM inbox.citus_blocked())
     SELECT m.inbox, m.message_id, m.shard_key, m.ordering_key, m.state,
            CASE WHEN m.ordering_key IS NOT NULL
                 THEN pg_catalog.row_number() OVER (PARTITION BY m.inbox, m.shard_key, m.ordering_key
@@ -1482,12 +1503,12 @@ CREATE VIEW inbox.quarantine WITH (security_barrier) AS
                    f.attempts, f.last_error, f.first_failed_at, f.last_failed_at,
                    f.quarantined_at, NULL::pg_catalog.timestamptz AS first_blocked_at,
                    NULL::pg_catalog.int4 AS deliveries
-              FROM inbox.failures f
+              FROM f
              UNION ALL
             SELECT b.inbox, b.message_id, b.shard_key, b.ordering_key, 'blocked', 1, b.first_blocked_at,
                    b.blocked_by, NULL, NULL, NULL, NULL, NULL, b.first_blocked_at, b.deliveries
-              FROM inbox.blocked b
-             WHERE NOT EXISTS (SELECT 1 FROM inbox.failures f
+              FROM b
+             WHERE NOT EXISTS (SELECT 1 FROM f
                                 WHERE f.inbox OPERATOR(pg_catalog.=) b.inbox
                                   AND f.message_id OPERATOR(pg_catalog.=) b.message_id
                                   AND f.shard_key IS NOT DISTINCT FROM b.shard_key)) m
@@ -1498,7 +1519,7 @@ GRANT SELECT ON inbox.quarantine TO PUBLIC;
 
 CREATE VIEW inbox.audit WITH (security_barrier) AS
     SELECT a.inbox, a.message_id, a.shard_key, a.verb, a.actor, a.reason, a.done_at, a.attempts, a.last_error
-      FROM inbox.audit_log a
+      FROM (SELECT * FROM inbox.audit_log UNION ALL SELECT * FROM inbox.citus_audit_log()) a
      WHERE pg_catalog.has_table_privilege(a.inbox::pg_catalog.oid, 'SELECT');
 COMMENT ON VIEW inbox.audit IS
     'who retried, discarded or forgot which message of the inboxes you may read, when and why';
@@ -1518,16 +1539,22 @@ CREATE VIEW inbox.stats WITH (security_barrier) AS
       FROM inbox.registry r
      CROSS JOIN LATERAL inbox.live_counters(r.relid) c
       LEFT JOIN LATERAL (
-           SELECT (SELECT pg_catalog.count(*) FROM inbox.failures f
-                    WHERE f.inbox OPERATOR(pg_catalog.=) r.relid
-                      AND f.quarantined_at IS NOT NULL) AS quarantined,
-                  (SELECT pg_catalog.count(*) FROM inbox.blocked b
-                    WHERE b.inbox OPERATOR(pg_catalog.=) r.relid) AS blocked,
+           SELECT (SELECT pg_catalog.count(*)
+                     FROM (SELECT f.quarantined_at FROM inbox.failures f
+                            WHERE f.inbox OPERATOR(pg_catalog.=) r.relid
+                           UNION ALL
+                           SELECT c.quarantined_at FROM inbox.citus_failures(r.relid) c) f
+                    WHERE f.quarantined_at IS NOT NULL) AS quarantined,
+                  (SELECT pg_catalog.count(*)
+                     FROM (SELECT FROM inbox.blocked b WHERE b.inbox OPERATOR(pg_catalog.=) r.relid
+                           UNION ALL
+                           SELECT FROM inbox.citus_blocked(r.relid)) b) AS blocked,
                   pg_catalog.count(*) FILTER (WHERE a.verb OPERATOR(pg_catalog.=) 'retry') AS retried,
                   pg_catalog.count(*) FILTER (WHERE a.verb OPERATOR(pg_catalog.=) 'discard') AS discarded,
                   pg_catalog.count(*) FILTER (WHERE a.verb OPERATOR(pg_catalog.=) 'forget') AS forgotten
-             FROM inbox.audit_log a
-            WHERE a.inbox OPERATOR(pg_catalog.=) r.relid) q
+             FROM (SELECT a.verb FROM inbox.audit_log a WHERE a.inbox OPERATOR(pg_catalog.=) r.relid
+                   UNION ALL
+                   SELECT c.verb FROM inbox.citus_audit_log(r.relid) c) a) q
         ON pg_catalog.has_table_privilege(r.relid::pg_catalog.oid, 'SELECT')
      WHERE EXISTS (SELECT 1 FROM pg_catalog.pg_class k
                     WHERE k.oid OPERATOR(pg_catalog.=) r.relid::pg_catalog.oid);

@@ -202,6 +202,9 @@ SELECT inbox.distribute_failures('fs_inbox');
 RESET ROLE;
 \set VERBOSITY default
 SELECT count(*) AS made FROM pg_class WHERE relname LIKE 'fs\_inbox\_%' AND relkind = 'r';
+-- Without Citus the views' Citus rows are none.
+SELECT (SELECT count(*) FROM inbox.citus_failures()) + (SELECT count(*) FROM inbox.citus_blocked('fs_inbox'))
+       + (SELECT count(*) FROM inbox.citus_audit_log('pg_class')) AS citus_rows;
 
 -- Dropping an inbox forgets its failures, blocked messages and audit rows.
 DROP TABLE fs_inbox, fs_uuid, fs_ts, fs_num, fs_window, fs_plain, fs_effects;

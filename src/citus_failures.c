@@ -36,8 +36,12 @@
 #include "catalog/pg_collation.h"
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
+#include "funcapi.h"
+#include "miscadmin.h"
 #include "nodes/primnodes.h"
+#include "utils/acl.h"
 #include "utils/builtins.h"
+#include "utils/guc.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
 #include "utils/ruleutils.h"
@@ -45,6 +49,7 @@
 
 #include "citus_failures.h"
 #include "citus_tables.h"
+#include "failures.h"
 #include "inbox_admin.h"
 #include "registry.h"
 #include "spi_util.h"
@@ -78,10 +83,10 @@ companion_name(const char *inbox_name, Companion which)
 }
 
 static Oid
-companion_relid(const InboxInfo *inbox, Companion which, char **qualname)
+companion_relid(Oid inbox, Companion which, char **qualname)
 {
-	Oid			nspid = get_rel_namespace(inbox->relid);
-	char	   *name = companion_name(get_rel_name(inbox->relid), which);
+	Oid			nspid = get_rel_namespace(inbox);
+	char	   *name = companion_name(get_rel_name(inbox), which);
 
 	if (name == NULL)
 		return InvalidOid;
@@ -94,7 +99,7 @@ companion_relid(const InboxInfo *inbox, Companion which, char **qualname)
 bool
 citus_failures_exist(const InboxInfo *inbox)
 {
-	return OidIsValid(companion_relid(inbox, COMPANION_FAILURES, NULL));
+	return OidIsValid(companion_relid(inbox->relid, COMPANION_FAILURES, NULL));
 }
 
 /*
@@ -200,7 +205,7 @@ citus_failures_lookup(const InboxInfo *inbox, CompanionTables *tables)
 
 	for (int i = 0; i < NUM_COMPANIONS; i++)
 	{
-		Oid			relid = companion_relid(inbox, i, names[i]);
+		Oid			relid = companion_relid(inbox->relid, i, names[i]);
 
 		if (!OidIsValid(relid))
 		{
@@ -251,7 +256,7 @@ citus_failures_sync_settings(FunctionCallInfo fcinfo, const InboxInfo *inbox)
 	int32		max_attempts;
 	bool		key_ordering;
 
-	if (!OidIsValid(companion_relid(inbox, COMPANION_FAILURES, &qualname)))
+	if (!OidIsValid(companion_relid(inbox->relid, COMPANION_FAILURES, &qualname)))
 		return;
 	registry_settings(fcinfo, inbox, &max_attempts, &key_ordering);
 	spi_exec_utility(psprintf("ALTER TABLE %s DROP CONSTRAINT IF EXISTS " INBOX_FAILURES_MARKER,
@@ -364,7 +369,7 @@ inbox_distribute_failures(PG_FUNCTION_ARGS)
 	spi_connect();
 	for (int i = 0; i < NUM_COMPANIONS; i++)
 	{
-		(void) companion_relid(inbox, i, &names[i]);
+		(void) companion_relid(inbox->relid, i, &names[i]);
 		spi_exec_utility(psprintf(definitions[i], names[i], type));
 		if (indexes[i] != NULL)
 			spi_exec_utility(psprintf(indexes[i], names[i]));
@@ -382,4 +387,165 @@ inbox_distribute_failures(PG_FUNCTION_ARGS)
 	}
 	SPI_finish();
 	PG_RETURN_VOID();
+}
+
+/*
+ * The columns the views read of each kind of table, in the order of the
+ * extension's table of that kind, after its inbox column.  The shard key is
+ * shown in its text form, written under the settings the one-node tables use.
+ */
+static const char *const view_columns[NUM_COMPANIONS] = {
+	[COMPANION_FAILURES] = "message_id, shard_key::pg_catalog.text, ordering_key, attempts, "
+	"last_error, first_failed_at, last_failed_at, quarantined_at",
+	[COMPANION_BLOCKED] = "message_id, shard_key::pg_catalog.text, ordering_key, blocked_by, "
+	"first_blocked_at, last_blocked_at, deliveries",
+	[COMPANION_AUDIT] = "message_id, shard_key::pg_catalog.text, verb, actor, reason, done_at, "
+	"attempts, last_error",
+};
+
+/*
+ * Is the companion of this Citus inbox one to read as the inbox's owner?  As
+ * companion_check, but quietly: the views skip what they cannot show.
+ */
+static bool
+companion_readable(Oid inbox, Oid relid)
+{
+	HeapTuple	tuple = SearchSysCache1(RELOID, ObjectIdGetDatum(relid));
+	bool		ok;
+
+	if (!HeapTupleIsValid(tuple))
+		return false;
+	ok = ((Form_pg_class) GETSTRUCT(tuple))->relkind == RELKIND_RELATION &&
+		((Form_pg_class) GETSTRUCT(tuple))->relowner == rel_owner(inbox);
+	ReleaseSysCache(tuple);
+	return ok && citus_table(relid);
+}
+
+/*
+ * Add the rows of one kind of the failures tables of the Citus inboxes (of
+ * the inbox given, or of every inbox) that the caller may read, to the result:
+ * read as each inbox's owner, under SECURITY_RESTRICTED_OPERATION.
+ */
+static void
+companion_rows(FunctionCallInfo fcinfo, Companion which)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	Oid			argtypes[1] = {REGCLASSOID};
+	Datum		values[1];
+	char		nulls[1];
+	Oid		   *inboxes;
+	uint64		n;
+
+	InitMaterializedSRF(fcinfo, 0);
+	/* Without Citus nothing is a Citus table: no registry read. */
+	if (!OidIsValid(get_relname_relid("pg_dist_partition", PG_CATALOG_NAMESPACE)))
+		return;
+	values[0] = PG_ARGISNULL(0) ? (Datum) 0 : PG_GETARG_DATUM(0);
+	nulls[0] = PG_ARGISNULL(0) ? 'n' : ' ';
+	spi_connect();
+	if (SPI_execute_with_args(psprintf("SELECT relid FROM %s.registry "
+									   "WHERE $1 IS NULL OR relid OPERATOR(pg_catalog.=) $1",
+									   quote_identifier(get_namespace_name(registry_extension_namespace(fcinfo)))),
+							  1, argtypes, values, nulls, true, 0) != SPI_OK_SELECT)
+		elog(ERROR, "could not read the registry");
+	n = SPI_processed;
+	inboxes = palloc(sizeof(Oid) * (n + 1));
+	for (uint64 i = 0; i < n; i++)
+	{
+		bool		isnull;
+
+		inboxes[i] = DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc,
+													1, &isnull));
+	}
+
+	for (uint64 i = 0; i < n; i++)
+	{
+		Oid			inbox = inboxes[i];
+		char	   *qualname;
+		Oid			relid;
+		Oid			save_userid;
+		int			save_sec_context;
+		int			level;
+		int			rc;
+
+		if (!SearchSysCacheExists1(RELOID, ObjectIdGetDatum(inbox)) || !citus_table(inbox) ||
+			pg_class_aclcheck(inbox, GetUserId(), ACL_SELECT) != ACLCHECK_OK)
+			continue;
+		relid = companion_relid(inbox, which, &qualname);
+		if (!OidIsValid(relid) || !companion_readable(inbox, relid))
+			continue;
+
+		level = failures_pin_settings();
+		GetUserIdAndSecContext(&save_userid, &save_sec_context);
+		SetUserIdAndSecContext(rel_owner(inbox), save_sec_context | SECURITY_LOCAL_USERID_CHANGE |
+							   SECURITY_RESTRICTED_OPERATION);
+		rc = SPI_execute(psprintf("SELECT %s FROM %s", view_columns[which], qualname), true, 0);
+		SetUserIdAndSecContext(save_userid, save_sec_context);
+		AtEOXact_GUC(true, level);
+		if (rc != SPI_OK_SELECT)
+			spi_report_error(rc, "a read of failures");
+
+		for (uint64 row = 0; row < SPI_processed; row++)
+		{
+			TupleDesc	desc = rsinfo->setDesc;
+			Datum	   *out = palloc(sizeof(Datum) * desc->natts);
+			bool	   *out_null = palloc(sizeof(bool) * desc->natts);
+
+			if (SPI_tuptable->tupdesc->natts != desc->natts - 1)
+				elog(ERROR, "a read of failures returned %d columns", SPI_tuptable->tupdesc->natts);
+			out[0] = ObjectIdGetDatum(inbox);
+			out_null[0] = false;
+			for (int col = 1; col < desc->natts; col++)
+				out[col] = SPI_getbinval(SPI_tuptable->vals[row], SPI_tuptable->tupdesc, col,
+										 &out_null[col]);
+			tuplestore_putvalues(rsinfo->setResult, desc, out, out_null);
+		}
+	}
+	SPI_finish();
+}
+
+/*
+ * The rows of the Citus inboxes' failures tables that inbox.quarantine,
+ * inbox.audit and inbox.stats add to those of the extension's tables, in their
+ * columns: citus_failures, citus_blocked and citus_audit_log (inbox regclass
+ * DEFAULT NULL, for every inbox).
+ */
+PG_FUNCTION_INFO_V1(inbox_citus_failures);
+Datum
+inbox_citus_failures(PG_FUNCTION_ARGS)
+{
+	companion_rows(fcinfo, COMPANION_FAILURES);
+	return (Datum) 0;
+}
+
+PG_FUNCTION_INFO_V1(inbox_citus_blocked);
+Datum
+inbox_citus_blocked(PG_FUNCTION_ARGS)
+{
+	companion_rows(fcinfo, COMPANION_BLOCKED);
+	return (Datum) 0;
+}
+
+PG_FUNCTION_INFO_V1(inbox_citus_audit_log);
+Datum
+inbox_citus_audit_log(PG_FUNCTION_ARGS)
+{
+	companion_rows(fcinfo, COMPANION_AUDIT);
+	return (Datum) 0;
+}
+
+/*
+ * The inbox's failures tables, quoted, schema-qualified and comma-separated
+ * after a comma (", a, b, c, d"), to drop with it; "" if it has none.
+ */
+char *
+citus_failures_drop_list(const InboxInfo *inbox)
+{
+	CompanionTables tables;
+
+	if (!inbox->distributed || inbox->shard_attnum == InvalidAttrNumber ||
+		!citus_failures_lookup(inbox, &tables))
+		return "";
+	return psprintf(", %s, %s, %s, %s", tables.failures, tables.blocked, tables.audit,
+					tables.keys);
 }

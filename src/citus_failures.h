@@ -30,6 +30,7 @@ typedef struct CompanionTables
 
 extern bool citus_failures_lookup(const InboxInfo *inbox, CompanionTables *tables);
 extern bool citus_failures_exist(const InboxInfo *inbox);
+extern char *citus_failures_drop_list(const InboxInfo *inbox);
 extern void citus_failures_sync_settings(FunctionCallInfo fcinfo, const InboxInfo *inbox);
 
 #endif							/* INBOX_CITUS_FAILURES_H */

@@ -65,6 +65,26 @@ typedef struct FailureRow
 } FailureRow;
 
 /*
+ * The settings a shard key's text form is written under (shard_key_text), set
+ * until AtEOXact_GUC(true, level) with the level returned, or the end of the
+ * transaction.
+ */
+int
+failures_pin_settings(void)
+{
+	static const char *const settings[][2] = {
+		{"DateStyle", "ISO, YMD"}, {"IntervalStyle", "postgres"}, {"TimeZone", "UTC"},
+		{"extra_float_digits", "1"}, {"bytea_output", "hex"}, {"lc_monetary", "C"}
+	};
+	int			level = NewGUCNestLevel();
+
+	for (size_t i = 0; i < lengthof(settings); i++)
+		(void) set_config_option(settings[i][0], settings[i][1], PGC_USERSET, PGC_S_SESSION,
+								 GUC_ACTION_SAVE, true, 0, false);
+	return level;
+}
+
+/*
  * A shard key value as the failures tables keep it: its output form under
  * fixed settings, so that every session writes a timestamptz, date, interval,
  * float, bytea or money key alike whatever its own TimeZone, DateStyle,
@@ -76,18 +96,11 @@ typedef struct FailureRow
 static Datum
 shard_key_text(const InboxInfo *inbox, Datum value)
 {
-	static const char *const settings[][2] = {
-		{"DateStyle", "ISO, YMD"}, {"IntervalStyle", "postgres"}, {"TimeZone", "UTC"},
-		{"extra_float_digits", "1"}, {"bytea_output", "hex"}, {"lc_monetary", "C"}
-	};
 	Oid			output;
 	bool		varlena;
-	int			level = NewGUCNestLevel();
+	int			level = failures_pin_settings();
 	char	   *string;
 
-	for (size_t i = 0; i < lengthof(settings); i++)
-		(void) set_config_option(settings[i][0], settings[i][1], PGC_USERSET, PGC_S_SESSION,
-								 GUC_ACTION_SAVE, true, 0, false);
 	if (getBaseType(inbox->shard_type) == NUMERICOID)
 		value = DirectFunctionCall1(numeric_trim_scale, value);
 	getTypeOutputInfo(inbox->shard_type, &output, &varlena);

@@ -32,6 +32,7 @@ typedef struct FailureCall
 	CompanionTables companions;
 } FailureCall;
 
+extern int	failures_pin_settings(void);
 extern void failure_call(FunctionCallInfo fcinfo, AclMode rights, FailureCall *call);
 extern uint64 failures_execute(const FailureCall *call, const char *statement, int nargs,
 							   const Oid *types, const Datum *args, const bool *args_null);

@@ -475,7 +475,8 @@ inbox_drop_inbox(PG_FUNCTION_ARGS)
 
 	spi_connect();
 	/* The caller's rights: only an owner may drop.  The event trigger forgets it. */
-	rc = SPI_execute(psprintf("DROP TABLE %s", qualname), false, 0);
+	rc = SPI_execute(psprintf("DROP TABLE %s%s", qualname, citus_failures_drop_list(inbox)),
+					 false, 0);
 	if (rc != SPI_OK_UTILITY)
 		elog(ERROR, "DROP TABLE returned %s", SPI_result_code_string(rc));
 	SPI_finish();

@@ -5,7 +5,7 @@
 -- Run with pg_prove in a database where pgtap and idempotent_inbox are installed.
 
 BEGIN;
-SELECT plan(126);
+SELECT plan(135);
 SET LOCAL search_path = public;
 
 CREATE TEMP TABLE api (fname name, args name[], returns text);
@@ -20,7 +20,10 @@ INSERT INTO api
 SELECT fname || '_sharded', ARRAY['regclass', '"any"'] || args[2:], returns FROM api;
 INSERT INTO api VALUES ('set_max_attempts', '{regclass,integer}', 'void'),
                        ('set_key_ordering', '{regclass,boolean}', 'void'),
-                       ('distribute_failures', '{regclass}', 'void');
+                       ('distribute_failures', '{regclass}', 'void'),
+                       ('citus_failures', '{regclass}', 'setof inbox.failures'),
+                       ('citus_blocked', '{regclass}', 'setof inbox.blocked'),
+                       ('citus_audit_log', '{regclass}', 'setof inbox.audit_log');
 
 SELECT has_function('inbox', fname, args, format('inbox.%s(%s) exists', fname, array_to_string(args, ', ')))
   FROM api ORDER BY fname, args;
@@ -48,7 +51,8 @@ SELECT ok(has_function_privilege('public', p.oid, 'EXECUTE'),
           format('PUBLIC may execute %s', p.oid::regprocedure))
   FROM pg_proc p
  WHERE p.pronamespace = 'inbox'::regnamespace
-   AND p.proname IN ('record_failure', 'claim_in_order', 'record_failure_sharded', 'claim_in_order_sharded')
+   AND p.proname IN ('record_failure', 'claim_in_order', 'record_failure_sharded', 'claim_in_order_sharded',
+                     'citus_failures', 'citus_blocked', 'citus_audit_log')
  ORDER BY p.oid::regprocedure::text;
 
 -- The tables: the extension's, dumped with the data, and closed to PUBLIC.

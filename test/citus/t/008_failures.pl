@@ -178,10 +178,29 @@ like($err, qr/table "pays_failures" is not a failures table of inbox "pays".*ide
 	'a failures table without its marker is refused');
 q1(q{SELECT inbox.set_key_ordering('pays', true)});
 is(q1(q{SELECT fail(10, 'x', 'e')}), 'retry:1', 'set_key_ordering writes the marker again');
-q1(q{SELECT inbox.forget_sharded('pays', 10, 'x')});
 
 # ---------------------------------------------------------------------------
-# 5. Faults under load: per account, payments a of 1 and b of 10, and x of -1, which
+# 5. The views on the coordinator show a Citus inbox's rows, to those who may read it.
+# ---------------------------------------------------------------------------
+
+q1(q{SELECT fail(11, 'v1', 'e', 'kv') FROM generate_series(1, 3)});
+q1(q{SELECT in_order(11, 'v2', 'kv')});
+is( q1(q{SELECT string_agg(message_id || ' ' || shard_key || ' ' || state || ' ' || position, ',' ORDER BY position)
+	      FROM inbox.quarantine WHERE inbox = 'pays'::regclass}),
+	'v1 11 quarantined 1,v2 11 blocked 2', 'inbox.quarantine: the key in order, from the workers');
+is( q1(q{SELECT quarantined || ',' || blocked || ',' || retried || ',' || discarded || ',' || forgotten
+	      FROM inbox.stats WHERE inbox = 'pays'::regclass}),
+	'1,1,1,1,1', 'inbox.stats counts them');
+is( q1(q{SELECT string_agg(verb, ',' ORDER BY done_at) FROM inbox.audit WHERE inbox = 'pays'::regclass}),
+	'retry,discard,forget', 'inbox.audit shows the verbs');
+q1(q{CREATE ROLE reader; CREATE ROLE stranger; GRANT SELECT ON pays TO reader});
+is( q1(q{SET ROLE reader; SELECT count(*) FROM inbox.quarantine; RESET ROLE;
+	      SET ROLE stranger; SELECT count(*) FROM inbox.quarantine}),
+	"3\n0", 'a reader of the inbox sees its rows (x of account 10 still fails), a stranger none');
+q1(q{SELECT inbox.forget_sharded('pays', 11, 'v1'), inbox.forget_sharded('pays', 11, 'v2')});
+
+# ---------------------------------------------------------------------------
+# 6. Faults under load: per account, payments a of 1 and b of 10, and x of -1, which
 #    fails every time; delivered by psql scripts through the coordinator, half
 #    delegated, half routed.  A delivery is acknowledged unless it answered retry.
 # ---------------------------------------------------------------------------
@@ -234,6 +253,10 @@ is( q1(q{SELECT bool_and(fp.nodeport = pp.nodeport) || ',' || count(*)
 	      JOIN citus_shards pp ON pp.shardid = ps.shardid
 	     WHERE fs.logicalrelid = 'pays_failures'::regclass AND ps.logicalrelid = 'pays'::regclass}),
 	'true,4', 'after the moves, every failures shard is on the node of its inbox shard');
+
+q1(q{SELECT inbox.drop_inbox('pays')});
+is(q1(q{SELECT count(*) FROM pg_class WHERE relname LIKE 'pays%' AND relkind = 'r'}), '0',
+	'drop_inbox drops the failures tables with the inbox');
 
 $_->stop for ($coordinator, @workers);
 done_testing();
