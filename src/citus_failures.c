@@ -34,6 +34,7 @@
 #include "catalog/namespace.h"
 #include "catalog/pg_class.h"
 #include "catalog/pg_collation.h"
+#include "catalog/pg_constraint.h"
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
 #include "funcapi.h"
@@ -253,14 +254,16 @@ void
 citus_failures_sync_settings(FunctionCallInfo fcinfo, const InboxInfo *inbox)
 {
 	char	   *qualname;
+	Oid			relid = companion_relid(inbox->relid, COMPANION_FAILURES, &qualname);
 	int32		max_attempts;
 	bool		key_ordering;
 
-	if (!OidIsValid(companion_relid(inbox->relid, COMPANION_FAILURES, &qualname)))
+	if (!OidIsValid(relid))
 		return;
 	registry_settings(fcinfo, inbox, &max_attempts, &key_ordering);
-	spi_exec_utility(psprintf("ALTER TABLE %s DROP CONSTRAINT IF EXISTS " INBOX_FAILURES_MARKER,
-							  qualname));
+	if (OidIsValid(get_relation_constraint_oid(relid, INBOX_FAILURES_MARKER, true)))
+		spi_exec_utility(psprintf("ALTER TABLE %s DROP CONSTRAINT " INBOX_FAILURES_MARKER,
+								  qualname));
 	spi_exec_utility(psprintf("ALTER TABLE %s ADD CONSTRAINT " INBOX_FAILURES_MARKER
 							  " CHECK (%d IS NOT NULL AND %s IS NOT NULL) NOT VALID",
 							  qualname, max_attempts, key_ordering ? "true" : "false"));

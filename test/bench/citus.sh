@@ -234,6 +234,7 @@ citus_section() {
     citus_dedup_section
     citus_writes_section
     citus_batch_section
+    citus_failures_section
 }
 
 # One extension script against its hand-written twin, two workers: a warm-up, the
@@ -339,4 +340,41 @@ citus_batch_section() {
     read -r b1 c1 b2 c2 <<<"$out"
     line "  effects applied / fresh claims (must be equal): poll_ext $b1 / $c1, poll_hand $b2 / $c2"
     [[ $b1 == "$c1" && $b2 == "$c2" ]] || die "a message of a poll was applied twice or without its claim"
+}
+
+# A failed delivery recorded by inbox.record_failure_sharded in a delegated function
+# (fail_ext) next to the hand-written delegated function (fail_hand), two workers.
+citus_failures_section() {
+    local v out q1 bad1 q2 bad2
+    say "" "failures, two workers, failed deliveries recorded/s (medians), each in a function" \
+        "delegated to the account's worker: fail_ext = inbox.record_failure_sharded on an inbox" \
+        "with failures tables; fail_hand = a look at the claim, INSERT ... ON CONFLICT DO UPDATE" \
+        "of the attempts, and at the fifth the claim that holds the message.  20000 messages," \
+        "each failing until quarantined, then answering quarantined."
+    for v in citus_fail_ext citus_fail_hand; do
+        pgbench_tps "$v" 2 on prepared -T 1 -D workers=2 -D preload="$CITUS_PRELOAD" \
+            -D dup_pct=0 >/dev/null
+    done
+    line "  remote commands: fail_ext $(remote_commands citus_fail_ext 2)"
+    citus_sync on
+    citus_compare "$CITUS_CLIENTS" on "" citus_fail_ext:2 citus_fail_hand:2
+    printf '%-24s %12s %12s %10s %7s\n' config "fail_ext/s" "fail_hand/s" ext/hand spread
+    printf '%-24s %12.0f %12.0f %10s %7s\n' "c=$CITUS_CLIENTS sync=on" \
+        "${CMED[citus_fail_ext:2]}" "${CMED[citus_fail_hand:2]}" \
+        "$(ratio "${CMED[citus_fail_ext:2]}" "${CMED[citus_fail_hand:2]}")" "$CNOISE"
+    # Each side: messages quarantined, and those whose count and quarantine disagree.
+    out=$(sql -F ' ' -c "
+        SELECT (SELECT count(*) FROM fail_inbox_failures WHERE quarantined_at IS NOT NULL),
+               (SELECT count(*) FROM fail_inbox_failures
+                 WHERE attempts > 5 OR (attempts = 5) <> (quarantined_at IS NOT NULL))
+               + (SELECT count(*) FROM fail_inbox WHERE claimed_at <> 'infinity')
+               + abs((SELECT count(*) FROM fail_inbox)
+                     - (SELECT count(*) FROM fail_inbox_failures WHERE quarantined_at IS NOT NULL)),
+               (SELECT count(*) FROM hand_failures WHERE quarantined_at IS NOT NULL),
+               (SELECT count(*) FROM hand_failures
+                 WHERE attempts > 5 OR (attempts = 5) <> (quarantined_at IS NOT NULL))")
+    read -r q1 bad1 q2 bad2 <<<"$out"
+    line "  quarantined: fail_ext $q1, fail_hand $q2; rows whose count, quarantine and claim disagree" \
+        "(must be 0): $bad1, $bad2"
+    [[ $bad1 == 0 && $bad2 == 0 ]] || die "a failure was counted twice or a quarantine lost"
 }

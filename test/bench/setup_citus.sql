@@ -260,3 +260,53 @@ INSERT INTO batch_inbox (account_id, message_id)
 INSERT INTO hand_batch (account_id, message_id)
     SELECT 1 + g % 1000, g::text FROM generate_series(1, :preload) g;
 VACUUM (FREEZE, ANALYZE) batch_accounts, hand_batch_accounts, batch_inbox, hand_batch;
+
+-- ---- failures: record_failure_sharded ---------------------------------------------
+-- A failed delivery recorded in a delegated function: fail_ext calls
+-- inbox.record_failure_sharded on an inbox with failures tables (distribute_failures);
+-- fail_hand is what a user would write: a look at the claim (applied meanwhile?), the
+-- attempt counted in a co-located table, and at the fifth a claim that holds the
+-- message, so that no delivery runs it.  Citus refuses now() in an ON CONFLICT's SET,
+-- so the hand-written one passes the time as a variable.
+SELECT inbox.create_sharded_inbox('fail_inbox', 'account_id', 'bigint');
+SELECT create_distributed_table('fail_inbox', 'account_id', colocate_with => 'accounts');
+SELECT inbox.distribute_failures('fail_inbox');
+CREATE TABLE hand_fail_inbox (account_id bigint NOT NULL, message_id text NOT NULL,
+    claimed_at timestamptz NOT NULL DEFAULT now(), PRIMARY KEY (account_id, message_id));
+SELECT create_distributed_table('hand_fail_inbox', 'account_id', colocate_with => 'accounts');
+CREATE TABLE hand_failures (account_id bigint NOT NULL, message_id text NOT NULL,
+    attempts int NOT NULL, last_error text NOT NULL,
+    first_failed_at timestamptz NOT NULL DEFAULT now(), last_failed_at timestamptz NOT NULL DEFAULT now(),
+    quarantined_at timestamptz, PRIMARY KEY (account_id, message_id));
+SELECT create_distributed_table('hand_failures', 'account_id', colocate_with => 'accounts');
+CREATE FUNCTION fail_ext(acct bigint, mid text) RETURNS text LANGUAGE plpgsql AS $$
+BEGIN
+  RETURN (SELECT f.status FROM inbox.record_failure_sharded('fail_inbox', acct, mid, 'boom') f);
+END $$;
+CREATE FUNCTION fail_hand(acct bigint, mid text) RETURNS text LANGUAGE plpgsql AS $$
+DECLARE
+  t timestamptz := now();
+  claimed timestamptz;
+  n int;
+BEGIN
+  SELECT claimed_at INTO claimed FROM hand_fail_inbox WHERE account_id = acct AND message_id = mid;
+  IF FOUND THEN
+    RETURN CASE WHEN claimed = 'infinity' THEN 'quarantined' ELSE 'applied' END;
+  END IF;
+  INSERT INTO hand_failures AS f (account_id, message_id, attempts, last_error)
+       VALUES (acct, mid, 1, 'boom')
+  ON CONFLICT (account_id, message_id) DO UPDATE
+     SET attempts = f.attempts + 1, last_error = excluded.last_error, last_failed_at = t
+   WHERE f.quarantined_at IS NULL
+  RETURNING attempts INTO n;
+  IF n IS NULL THEN
+    RETURN 'quarantined';
+  ELSIF n < 5 THEN
+    RETURN 'retry';
+  END IF;
+  INSERT INTO hand_fail_inbox (account_id, message_id, claimed_at) VALUES (acct, mid, 'infinity');
+  UPDATE hand_failures SET quarantined_at = t WHERE account_id = acct AND message_id = mid;
+  RETURN 'quarantined';
+END $$;
+SELECT create_distributed_function('fail_ext(bigint,text)', '$1', colocate_with := 'accounts');
+SELECT create_distributed_function('fail_hand(bigint,text)', '$1', colocate_with := 'accounts');
