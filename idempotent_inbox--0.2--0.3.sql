@@ -938,8 +938,9 @@ REVOKE ALL ON FUNCTION inbox.forget_sharded(pg_catalog.regclass, "any", pg_catal
 REVOKE ALL ON FUNCTION inbox.forget_sharded(pg_catalog.regclass, "any", pg_catalog.int8, pg_catalog.text) FROM PUBLIC;
 
 -- The rows of the Citus inboxes' failures tables (distribute_failures), in the
--- columns of the extension's tables, of the inboxes the caller may read (of one
--- inbox, or of all): what the views add to the extension's own rows.
+-- columns of the extension's tables, of the inboxes the caller may read (of all,
+-- or of one, which the caller must be allowed to read): what the views add to the
+-- extension's own rows.
 CREATE FUNCTION inbox.citus_failures(inbox pg_catalog.regclass DEFAULT NULL)
 RETURNS SETOF inbox.failures AS 'MODULE_PATHNAME', 'inbox_citus_failures'
 LANGUAGE C STABLE PARALLEL UNSAFE ROWS 10;
@@ -1016,18 +1017,21 @@ CREATE OR REPLACE VIEW inbox.stats WITH (security_barrier) AS
                      FROM (SELECT f.quarantined_at FROM inbox.failures f
                             WHERE f.inbox OPERATOR(pg_catalog.=) r.relid
                            UNION ALL
-                           SELECT c.quarantined_at FROM inbox.citus_failures(r.relid) c) f
+                           SELECT c.quarantined_at FROM inbox.citus_failures(r.relid) c
+                            WHERE pg_catalog.has_table_privilege(r.relid::pg_catalog.oid, 'SELECT')) f
                     WHERE f.quarantined_at IS NOT NULL) AS quarantined,
                   (SELECT pg_catalog.count(*)
                      FROM (SELECT FROM inbox.blocked b WHERE b.inbox OPERATOR(pg_catalog.=) r.relid
                            UNION ALL
-                           SELECT FROM inbox.citus_blocked(r.relid)) b) AS blocked,
+                           SELECT FROM inbox.citus_blocked(r.relid)
+                            WHERE pg_catalog.has_table_privilege(r.relid::pg_catalog.oid, 'SELECT')) b) AS blocked,
                   pg_catalog.count(*) FILTER (WHERE a.verb OPERATOR(pg_catalog.=) 'retry') AS retried,
                   pg_catalog.count(*) FILTER (WHERE a.verb OPERATOR(pg_catalog.=) 'discard') AS discarded,
                   pg_catalog.count(*) FILTER (WHERE a.verb OPERATOR(pg_catalog.=) 'forget') AS forgotten
              FROM (SELECT a.verb FROM inbox.audit_log a WHERE a.inbox OPERATOR(pg_catalog.=) r.relid
                    UNION ALL
-                   SELECT c.verb FROM inbox.citus_audit_log(r.relid) c) a) q
+                   SELECT c.verb FROM inbox.citus_audit_log(r.relid) c
+                    WHERE pg_catalog.has_table_privilege(r.relid::pg_catalog.oid, 'SELECT')) a) q
         ON pg_catalog.has_table_privilege(r.relid::pg_catalog.oid, 'SELECT')
      WHERE EXISTS (SELECT 1 FROM pg_catalog.pg_class k
                     WHERE k.oid OPERATOR(pg_catalog.=) r.relid::pg_catalog.oid);

@@ -202,9 +202,18 @@ SELECT inbox.distribute_failures('fs_inbox');
 RESET ROLE;
 \set VERBOSITY default
 SELECT count(*) AS made FROM pg_class WHERE relname LIKE 'fs\_inbox\_%' AND relkind = 'r';
--- Without Citus the views' Citus rows are none.
+-- Without Citus the views' Citus rows are none; asked for one table, the
+-- functions want the right to read it, and an inbox.
 SELECT (SELECT count(*) FROM inbox.citus_failures()) + (SELECT count(*) FROM inbox.citus_blocked('fs_inbox'))
-       + (SELECT count(*) FROM inbox.citus_audit_log('pg_class')) AS citus_rows;
+       + (SELECT count(*) FROM inbox.citus_audit_log(NULL)) AS citus_rows;
+\set VERBOSITY sqlstate
+SELECT * FROM inbox.citus_audit_log('pg_class');
+SELECT * FROM inbox.citus_failures(0);
+SET ROLE regress_fs_reader;
+SELECT * FROM inbox.citus_blocked('fs_uuid');
+SELECT count(*) AS readable FROM inbox.citus_blocked('fs_inbox');
+RESET ROLE;
+\set VERBOSITY default
 
 -- Dropping an inbox forgets its failures, blocked messages and audit rows.
 DROP TABLE fs_inbox, fs_uuid, fs_ts, fs_num, fs_window, fs_plain, fs_effects;

@@ -425,9 +425,10 @@ companion_readable(Oid inbox, Oid relid)
 }
 
 /*
- * Add the rows of one kind of the failures tables of the Citus inboxes (of
- * the inbox given, or of every inbox) that the caller may read, to the result:
- * read as each inbox's owner, under SECURITY_RESTRICTED_OPERATION.
+ * Add the rows of one kind of the failures tables of the Citus inboxes that
+ * the caller may read, to the result: read as each inbox's owner, under
+ * SECURITY_RESTRICTED_OPERATION.  Of every inbox, or of the inbox given, which
+ * the caller must be allowed to read (42501) and must be an inbox (42809).
  */
 static void
 companion_rows(FunctionCallInfo fcinfo, Companion which)
@@ -440,9 +441,10 @@ companion_rows(FunctionCallInfo fcinfo, Companion which)
 	uint64		n;
 
 	InitMaterializedSRF(fcinfo, 0);
-	/* Without Citus nothing is a Citus table: no registry read. */
-	if (!OidIsValid(get_relname_relid("pg_dist_partition", PG_CATALOG_NAMESPACE)))
-		return;
+	/* One inbox is asked for as every function asks: the right first, then what it is. */
+	if (!PG_ARGISNULL(0) &&
+		pg_class_aclcheck(PG_GETARG_OID(0), GetUserId(), ACL_SELECT) != ACLCHECK_OK)
+		aclcheck_error(ACLCHECK_NO_PRIV, OBJECT_TABLE, get_rel_name(PG_GETARG_OID(0)));
 	values[0] = PG_ARGISNULL(0) ? (Datum) 0 : PG_GETARG_DATUM(0);
 	nulls[0] = PG_ARGISNULL(0) ? 'n' : ' ';
 	spi_connect();
@@ -452,6 +454,14 @@ companion_rows(FunctionCallInfo fcinfo, Companion which)
 							  1, argtypes, values, nulls, true, 0) != SPI_OK_SELECT)
 		elog(ERROR, "could not read the registry");
 	n = SPI_processed;
+	if (!PG_ARGISNULL(0) && n == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+				 errmsg("\"%s\" is not an inbox", get_rel_name(PG_GETARG_OID(0))),
+				 errhint("Create one with inbox.create_inbox().")));
+	/* Without Citus nothing is a Citus table. */
+	if (!OidIsValid(get_relname_relid("pg_dist_partition", PG_CATALOG_NAMESPACE)))
+		n = 0;
 	inboxes = palloc(sizeof(Oid) * (n + 1));
 	for (uint64 i = 0; i < n; i++)
 	{

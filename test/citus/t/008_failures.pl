@@ -197,6 +197,8 @@ q1(q{CREATE ROLE reader; CREATE ROLE stranger; GRANT SELECT ON pays TO reader});
 is( q1(q{SET ROLE reader; SELECT count(*) FROM inbox.quarantine; RESET ROLE;
 	      SET ROLE stranger; SELECT count(*) FROM inbox.quarantine}),
 	"3\n0", 'a reader of the inbox sees its rows (x of account 10 still fails), a stranger none');
+is( q1(q{SET ROLE stranger; SELECT coalesce(quarantined, -1) FROM inbox.stats WHERE inbox = 'pays'::regclass}),
+	'-1', 'inbox.stats answers a stranger, without the counts');
 q1(q{SELECT inbox.forget_sharded('pays', 11, 'v1'), inbox.forget_sharded('pays', 11, 'v2')});
 
 # ---------------------------------------------------------------------------
