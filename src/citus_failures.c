@@ -425,6 +425,54 @@ companion_readable(Oid inbox, Oid relid)
 }
 
 /*
+ * Add the rows of one kind of the failures tables of one inbox to the result,
+ * when it is a Citus inbox the caller may read.  SPI must be connected.
+ */
+static void
+companion_read(ReturnSetInfo *rsinfo, Oid inbox, Companion which)
+{
+	TupleDesc	desc = rsinfo->setDesc;
+	char	   *qualname;
+	Oid			relid;
+	Oid			save_userid;
+	int			save_sec_context;
+	int			level;
+	int			rc;
+
+	if (!SearchSysCacheExists1(RELOID, ObjectIdGetDatum(inbox)) || !citus_table(inbox) ||
+		pg_class_aclcheck(inbox, GetUserId(), ACL_SELECT) != ACLCHECK_OK)
+		return;
+	relid = companion_relid(inbox, which, &qualname);
+	if (!OidIsValid(relid) || !companion_readable(inbox, relid))
+		return;
+
+	level = failures_pin_settings();
+	GetUserIdAndSecContext(&save_userid, &save_sec_context);
+	SetUserIdAndSecContext(rel_owner(inbox), save_sec_context | SECURITY_LOCAL_USERID_CHANGE |
+						   SECURITY_RESTRICTED_OPERATION);
+	rc = SPI_execute(psprintf("SELECT %s FROM %s", view_columns[which], qualname), true, 0);
+	SetUserIdAndSecContext(save_userid, save_sec_context);
+	AtEOXact_GUC(true, level);
+	if (rc != SPI_OK_SELECT)
+		spi_report_error(rc, "a read of failures");
+	if (SPI_processed > 0 && SPI_tuptable->tupdesc->natts != desc->natts - 1)
+		elog(ERROR, "a read of failures returned %d columns", SPI_tuptable->tupdesc->natts);
+
+	for (uint64 row = 0; row < SPI_processed; row++)
+	{
+		Datum	   *out = palloc(sizeof(Datum) * desc->natts);
+		bool	   *out_null = palloc(sizeof(bool) * desc->natts);
+
+		out[0] = ObjectIdGetDatum(inbox);
+		out_null[0] = false;
+		for (int col = 1; col < desc->natts; col++)
+			out[col] = SPI_getbinval(SPI_tuptable->vals[row], SPI_tuptable->tupdesc, col,
+									 &out_null[col]);
+		tuplestore_putvalues(rsinfo->setResult, desc, out, out_null);
+	}
+}
+
+/*
  * Add the rows of one kind of the failures tables of the Citus inboxes that
  * the caller may read, to the result: read as each inbox's owner, under
  * SECURITY_RESTRICTED_OPERATION.  Of every inbox, or of the inbox given, which
@@ -472,48 +520,7 @@ companion_rows(FunctionCallInfo fcinfo, Companion which)
 	}
 
 	for (uint64 i = 0; i < n; i++)
-	{
-		Oid			inbox = inboxes[i];
-		char	   *qualname;
-		Oid			relid;
-		Oid			save_userid;
-		int			save_sec_context;
-		int			level;
-		int			rc;
-
-		if (!SearchSysCacheExists1(RELOID, ObjectIdGetDatum(inbox)) || !citus_table(inbox) ||
-			pg_class_aclcheck(inbox, GetUserId(), ACL_SELECT) != ACLCHECK_OK)
-			continue;
-		relid = companion_relid(inbox, which, &qualname);
-		if (!OidIsValid(relid) || !companion_readable(inbox, relid))
-			continue;
-
-		level = failures_pin_settings();
-		GetUserIdAndSecContext(&save_userid, &save_sec_context);
-		SetUserIdAndSecContext(rel_owner(inbox), save_sec_context | SECURITY_LOCAL_USERID_CHANGE |
-							   SECURITY_RESTRICTED_OPERATION);
-		rc = SPI_execute(psprintf("SELECT %s FROM %s", view_columns[which], qualname), true, 0);
-		SetUserIdAndSecContext(save_userid, save_sec_context);
-		AtEOXact_GUC(true, level);
-		if (rc != SPI_OK_SELECT)
-			spi_report_error(rc, "a read of failures");
-
-		for (uint64 row = 0; row < SPI_processed; row++)
-		{
-			TupleDesc	desc = rsinfo->setDesc;
-			Datum	   *out = palloc(sizeof(Datum) * desc->natts);
-			bool	   *out_null = palloc(sizeof(bool) * desc->natts);
-
-			if (SPI_tuptable->tupdesc->natts != desc->natts - 1)
-				elog(ERROR, "a read of failures returned %d columns", SPI_tuptable->tupdesc->natts);
-			out[0] = ObjectIdGetDatum(inbox);
-			out_null[0] = false;
-			for (int col = 1; col < desc->natts; col++)
-				out[col] = SPI_getbinval(SPI_tuptable->vals[row], SPI_tuptable->tupdesc, col,
-										 &out_null[col]);
-			tuplestore_putvalues(rsinfo->setResult, desc, out, out_null);
-		}
-	}
+		companion_read(rsinfo, inboxes[i], which);
 	SPI_finish();
 }
 
