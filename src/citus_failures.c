@@ -47,6 +47,7 @@
 #include "utils/rel.h"
 #include "utils/ruleutils.h"
 #include "utils/syscache.h"
+#include "utils/tuplestore.h"
 
 #include "citus_failures.h"
 #include "citus_tables.h"
