@@ -54,6 +54,7 @@
 #include "failures.h"
 #include "inbox_admin.h"
 #include "registry.h"
+#include "retention.h"
 #include "spi_util.h"
 
 typedef enum Companion
@@ -180,19 +181,6 @@ companion_check(const InboxInfo *inbox, Oid relid, Oid owner, CompanionTables *t
 	table_close(rel, AccessShareLock);
 }
 
-static Oid
-rel_owner(Oid relid)
-{
-	HeapTuple	tuple = SearchSysCache1(RELOID, ObjectIdGetDatum(relid));
-	Oid			owner;
-
-	if (!HeapTupleIsValid(tuple))
-		elog(ERROR, "cache lookup failed for relation %u", relid);
-	owner = ((Form_pg_class) GETSTRUCT(tuple))->relowner;
-	ReleaseSysCache(tuple);
-	return owner;
-}
-
 /*
  * The failures tables of a distributed inbox, checked: false when it has none.
  * A table of the four that is missing, or is not what distribute_failures made,
@@ -203,7 +191,7 @@ citus_failures_lookup(const InboxInfo *inbox, CompanionTables *tables)
 {
 	char	  **names[NUM_COMPANIONS] = {&tables->failures, &tables->blocked,
 	&tables->audit, &tables->keys};
-	Oid			owner = rel_owner(inbox->relid);
+	Oid			owner = retention_table_owner(inbox->relid);
 
 	for (int i = 0; i < NUM_COMPANIONS; i++)
 	{
@@ -221,7 +209,7 @@ citus_failures_lookup(const InboxInfo *inbox, CompanionTables *tables)
 		}
 		companion_check(inbox, relid, owner, i == COMPANION_FAILURES ? tables : NULL);
 	}
-	tables->owner = owner;
+	tables->inbox = inbox->relid;
 	return true;
 }
 
@@ -420,7 +408,7 @@ companion_readable(Oid inbox, Oid relid)
 	if (!HeapTupleIsValid(tuple))
 		return false;
 	ok = ((Form_pg_class) GETSTRUCT(tuple))->relkind == RELKIND_RELATION &&
-		((Form_pg_class) GETSTRUCT(tuple))->relowner == rel_owner(inbox);
+		((Form_pg_class) GETSTRUCT(tuple))->relowner == retention_table_owner(inbox);
 	ReleaseSysCache(tuple);
 	return ok && citus_table(relid);
 }
@@ -435,8 +423,7 @@ companion_read(ReturnSetInfo *rsinfo, Oid inbox, Companion which)
 	TupleDesc	desc = rsinfo->setDesc;
 	char	   *qualname;
 	Oid			relid;
-	Oid			save_userid;
-	int			save_sec_context;
+	AsOwner		as_owner;
 	int			level;
 	int			rc;
 
@@ -448,11 +435,9 @@ companion_read(ReturnSetInfo *rsinfo, Oid inbox, Companion which)
 		return;
 
 	level = failures_pin_settings();
-	GetUserIdAndSecContext(&save_userid, &save_sec_context);
-	SetUserIdAndSecContext(rel_owner(inbox), save_sec_context | SECURITY_LOCAL_USERID_CHANGE |
-						   SECURITY_RESTRICTED_OPERATION);
+	retention_as_owner_begin(inbox, &as_owner);
 	rc = SPI_execute(psprintf("SELECT %s FROM %s", view_columns[which], qualname), true, 0);
-	SetUserIdAndSecContext(save_userid, save_sec_context);
+	retention_as_owner_end(&as_owner);
 	AtEOXact_GUC(true, level);
 	if (rc != SPI_OK_SELECT)
 		spi_report_error(rc, "a read of failures");

@@ -14,8 +14,8 @@
 
 /*
  * A distributed inbox's failures tables, as distribute_failures made them:
- * quoted, schema-qualified names, their owner (the inbox's) and the settings
- * the marker carries, which a worker has no registry row for.
+ * quoted, schema-qualified names, the inbox (whose owner they are) and the
+ * settings the marker carries, which a worker has no registry row for.
  */
 typedef struct CompanionTables
 {
@@ -23,7 +23,7 @@ typedef struct CompanionTables
 	char	   *blocked;
 	char	   *audit;
 	char	   *keys;
-	Oid			owner;
+	Oid			inbox;
 	int32		max_attempts;
 	bool		key_ordering;
 } CompanionTables;

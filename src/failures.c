@@ -28,7 +28,6 @@
 
 #include "access/htup_details.h"
 #include "access/xact.h"
-#include "catalog/pg_class.h"
 #include "catalog/pg_type.h"
 #include "funcapi.h"
 #include "mb/pg_wchar.h"
@@ -37,7 +36,6 @@
 #include "utils/builtins.h"
 #include "utils/guc.h"
 #include "utils/lsyscache.h"
-#include "utils/syscache.h"
 #include "utils/timestamp.h"
 
 #include "args.h"
@@ -157,7 +155,9 @@ failure_call(FunctionCallInfo fcinfo, AclMode rights, FailureCall *call)
 	{
 		call->shard_value = claim_routed_shard_key(fcinfo, 1, call->inbox);
 		call->shard = &call->shard_value;
-		call->shard_text = shard_key_text(call->inbox, call->shard_value);
+		/* A Citus inbox's tables keep the value itself (failures_execute). */
+		if (!call->citus)
+			call->shard_text = shard_key_text(call->inbox, call->shard_value);
 	}
 	call->argno = sig->keyargno + 1;
 	call->id = message_id_from_arg(fcinfo, sig->keyargno, sig->keytype, call->inbox);
@@ -236,39 +236,23 @@ failures_sql(FunctionCallInfo fcinfo, const CompanionTables *citus, const char *
 }
 
 /*
- * Run a statement (failures_sql) on the failures tables as their owner, under
- * SECURITY_RESTRICTED_OPERATION: the extension's owner, or the inbox's, whose
- * a Citus inbox's tables are.  Returns the rows it touched; SPI_tuptable has
- * those it returned.
+ * Run a statement (failures_sql) on the failures tables as their owner, the way
+ * VACUUM acts (retention_as_owner_begin): the extension's owner, or the
+ * inbox's, whose a Citus inbox's tables are.  Returns the rows it touched;
+ * SPI_tuptable has those it returned.
  */
 static uint64
 failures_run(FunctionCallInfo fcinfo, const CompanionTables *citus, const char *statement,
 			 int nargs, Oid *types, Datum *values, const char *nulls)
 {
 	char	   *sql = failures_sql(fcinfo, citus, statement);
-	Oid			owner;
-	Oid			save_userid;
-	int			save_sec_context;
+	AsOwner		as_owner;
 	int			rc;
 
-	if (citus != NULL)
-		owner = citus->owner;
-	else
-	{
-		Oid			relid = registry_extension_relation(fcinfo, "failures");
-		HeapTuple	tuple = SearchSysCache1(RELOID, ObjectIdGetDatum(relid));
-
-		if (!HeapTupleIsValid(tuple))
-			elog(ERROR, "cache lookup failed for relation %u", relid);
-		owner = ((Form_pg_class) GETSTRUCT(tuple))->relowner;
-		ReleaseSysCache(tuple);
-	}
-
-	GetUserIdAndSecContext(&save_userid, &save_sec_context);
-	SetUserIdAndSecContext(owner, save_sec_context | SECURITY_LOCAL_USERID_CHANGE |
-						   SECURITY_RESTRICTED_OPERATION);
+	retention_as_owner_begin(citus ? citus->inbox : registry_extension_relation(fcinfo, "failures"),
+							 &as_owner);
 	rc = SPI_execute_with_args(sql, nargs, types, values, nulls, false, 0);
-	SetUserIdAndSecContext(save_userid, save_sec_context);
+	retention_as_owner_end(&as_owner);
 	if (rc < 0)
 		spi_report_error(rc, "a statement on failures");
 	return SPI_processed;

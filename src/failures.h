@@ -25,7 +25,7 @@ typedef struct FailureCall
 	Datum		id_text;
 	const Datum *shard;			/* &shard_value of a _sharded call, else NULL */
 	Datum		shard_value;	/* of the inbox's shard key type */
-	Datum		shard_text;		/* its text form (failures.c); 0 if not sharded */
+	Datum		shard_text;		/* its text form (failures.c); 0 if not sharded, or on Citus */
 	int			argno;			/* the first argument after the message id */
 	Oid			actor;			/* the caller, for the audit row */
 	const CompanionTables *citus;	/* &companions of a Citus table, else NULL */

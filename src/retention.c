@@ -162,9 +162,9 @@ purge_forbid_hidden_rows(Oid relid, Oid userid)
 				 errhint("Run it as the inbox's owner, or let the background purge do it.")));
 }
 
-/* The inbox's owner; the caller holds a lock on it. */
-static Oid
-purge_rel_owner(Oid relid)
+/* A table's owner; the caller holds a lock on it. */
+Oid
+retention_table_owner(Oid relid)
 {
 	HeapTuple	tuple = SearchSysCache1(RELOID, ObjectIdGetDatum(relid));
 	Oid			owner;
@@ -190,7 +190,7 @@ void
 retention_as_owner_begin(Oid relid, AsOwner *save)
 {
 	GetUserIdAndSecContext(&save->save_userid, &save->save_sec_context);
-	SetUserIdAndSecContext(purge_rel_owner(relid),
+	SetUserIdAndSecContext(retention_table_owner(relid),
 						   save->save_sec_context | SECURITY_RESTRICTED_OPERATION);
 	save->save_nestlevel = NewGUCNestLevel();
 	(void) set_config_option("search_path", "pg_catalog, pg_temp", PGC_USERSET, PGC_S_SESSION,

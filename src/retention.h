@@ -16,6 +16,7 @@ typedef struct AsOwner
 	int			save_nestlevel;
 } AsOwner;
 
+extern Oid	retention_table_owner(Oid relid);
 extern void retention_as_owner_begin(Oid relid, AsOwner *save);
 extern void retention_as_owner_end(const AsOwner *save);
 
